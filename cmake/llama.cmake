@@ -1,0 +1,34 @@
+# Builds the pinned llama.cpp inside our tree as static libraries.
+#
+# Only the targets we link (llama, ggml, common) are built by default; the reference programs
+# (llama-simple, llama-bench, llama-server) are built on demand for tests and benchmarks.
+
+set(LLMD_LLAMA_SOURCE_DIR "$ENV{LLMD_LLAMA_SOURCE_DIR}" CACHE PATH
+    "llama.cpp source checkout (default: third_party/llama.cpp, fetched by scripts/fetch-llama)")
+if(NOT LLMD_LLAMA_SOURCE_DIR)
+  set(LLMD_LLAMA_SOURCE_DIR "${PROJECT_SOURCE_DIR}/third_party/llama.cpp" CACHE PATH "" FORCE)
+endif()
+if(NOT EXISTS "${LLMD_LLAMA_SOURCE_DIR}/include/llama.h")
+  message(FATAL_ERROR "llama.cpp not found at ${LLMD_LLAMA_SOURCE_DIR}: run scripts/fetch-llama "
+                      "or set LLMD_LLAMA_SOURCE_DIR")
+endif()
+
+set(BUILD_SHARED_LIBS OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_TOOLS ON CACHE BOOL "" FORCE)      # llama-bench, llama-server (on demand)
+set(LLAMA_BUILD_EXAMPLES ON CACHE BOOL "" FORCE)   # llama-simple (on demand)
+set(LLAMA_BUILD_SERVER ON CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_TESTS OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_APP OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_UI OFF CACHE BOOL "" FORCE)
+set(LLAMA_USE_PREBUILT_UI OFF CACHE BOOL "" FORCE)  # never download at build time
+set(LLAMA_OPENSSL OFF CACHE BOOL "" FORCE)
+set(LLAMA_BUILD_IS_DEV OFF CACHE BOOL "" FORCE)
+set(LLAMA_ALL_WARNINGS OFF CACHE BOOL "" FORCE)
+set(GGML_RPC ON CACHE BOOL "" FORCE)
+
+add_subdirectory("${LLMD_LLAMA_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/third_party/llama.cpp"
+                 EXCLUDE_FROM_ALL SYSTEM)
+
+# The reference programs the tests and benchmarks compare against.
+add_custom_target(llama_reference_programs DEPENDS llama-simple llama-bench)

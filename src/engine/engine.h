@@ -1,0 +1,94 @@
+// Engine: the interface every inference backend implements (llama.cpp today; ExecuTorch in
+// builds that have it). Our own types only; llama.cpp stays behind src/engine/llama/.
+//
+// Thread-safety: an Engine and its ChatSessions are used from one thread at a time (the
+// scheduler's engine thread owns them). Lifetime: a ChatSession must not outlive its Engine.
+#ifndef LLMD_ENGINE_ENGINE_H_
+#define LLMD_ENGINE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/types.h"
+#include "llmd/result.h"
+
+namespace llmd::engine {
+
+// Facts about the loaded model.
+struct ModelInfo {
+  std::string architecture;
+  std::string description;   // e.g. "qwen3 0.6B Q4_0"
+  uint64_t file_bytes = 0;
+  uint64_t parameters = 0;
+  int32_t context_tokens = 0;  // the KV cache size in use
+  int32_t vocab_size = 0;
+  bool has_chat_template = false;  // false: the ChatML fallback is used
+};
+
+// A multi-turn conversation that keeps the exact tokens it fed and generated, so turn N+1
+// prefills only its new text and reuses turn N's KV cache (re-rendering the history through
+// a template would change it: Qwen3 drops empty think blocks from past turns).
+class ChatSession {
+ public:
+  virtual ~ChatSession() = default;
+
+  // Sends one user message and generates the assistant's reply, which joins the history.
+  // On error the history is unchanged. A cancelled reply is kept as far as it got.
+  virtual Result<Completion> Send(std::string_view user, const GenerateOptions& options,
+                                  const TextSink& on_text = {}) = 0;
+
+  // Every token of the conversation so far, in order.
+  virtual const std::vector<TokenId>& tokens() const = 0;
+  virtual int32_t turns() const = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Loads the model named by config.model_path, after the format pre-check. Replaces any
+  // model already loaded. On error nothing is loaded.
+  virtual Status Load(const EngineConfig& config) = 0;
+  virtual bool loaded() const = 0;
+  virtual ModelInfo model_info() const = 0;
+
+  // One-shot chat: renders {system, user} with the model's template (thinking off), then
+  // generates. `user` goes through SanitizeUserInput (invalid UTF-8: InvalidArgument) and is
+  // tokenized as plain text, so a typed "<|im_end|>" is never a control token. A prompt that
+  // leaves no room for max_tokens in the context is InvalidArgument with both numbers.
+  virtual Result<Completion> Generate(std::string_view system, std::string_view user,
+                                      const GenerateOptions& options,
+                                      const TextSink& on_text = {}) = 0;
+
+  // Raw completion: `prompt` is tokenized as plain text (BOS added if the model wants one)
+  // with no template. For /v1/completions and for parity with llama.cpp's reference programs.
+  virtual Result<Completion> Complete(std::string_view prompt, const GenerateOptions& options,
+                                      const TextSink& on_text = {}) = 0;
+
+  // Starts a conversation with an optional system prompt.
+  virtual Result<std::unique_ptr<ChatSession>> StartChat(std::string_view system) = 0;
+
+  // Tokenizes `text`; parse_special=true lets control-token text become control tokens.
+  virtual Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_bos,
+                                                bool parse_special) const = 0;
+
+  // The text of `tokens`; render_special=true spells control tokens ("<|im_end|>"), false
+  // renders them as nothing, as generation output does.
+  virtual Result<std::string> Detokenize(const std::vector<TokenId>& tokens,
+                                         bool render_special) const = 0;
+
+  // Stats of the most recent generation.
+  virtual GenerationStats last_stats() const = 0;
+
+  // Clears the KV cache; the next request prefills from scratch.
+  virtual void Reset() = 0;
+  // Frees the model and context; loaded() becomes false.
+  virtual void Release() = 0;
+};
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_ENGINE_H_

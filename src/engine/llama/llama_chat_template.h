@@ -1,0 +1,46 @@
+// ChatTemplate: renders chat turns with the model's own template through llama.cpp's template
+// engine (common_chat_templates_apply), thinking off, into PromptPieces that keep user text
+// apart from template text. Falls back to ChatML when the model has no template or its
+// template cannot render a turn.
+//
+// Thread-safety: const methods may run concurrently. Lifetime: `model` must outlive this.
+#ifndef LLMD_ENGINE_LLAMA_LLAMA_CHAT_TEMPLATE_H_
+#define LLMD_ENGINE_LLAMA_LLAMA_CHAT_TEMPLATE_H_
+
+#include <memory>
+#include <string_view>
+
+#include "chat/prompt_pieces.h"
+
+struct llama_model;
+struct common_chat_templates;
+
+namespace llmd::engine {
+
+class ChatTemplate {
+ public:
+  explicit ChatTemplate(const llama_model* model);
+  ~ChatTemplate();
+  ChatTemplate(const ChatTemplate&) = delete;
+  ChatTemplate& operator=(const ChatTemplate&) = delete;
+
+  // True when the model file carries its own template (else ChatML is used).
+  bool from_model() const { return from_model_; }
+
+  // The whole prompt of a first turn, ending with the assistant's generation prompt.
+  chat::PromptPieces FirstTurn(std::string_view system, std::string_view user) const;
+  // What follows a generated reply to start the next turn: the reply's closing text, the new
+  // user message and the generation prompt.
+  chat::PromptPieces NextTurn(std::string_view system, std::string_view user) const;
+
+ private:
+  struct Deleter {
+    void operator()(common_chat_templates* t) const;
+  };
+  std::unique_ptr<common_chat_templates, Deleter> templates_;
+  bool from_model_ = false;
+};
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_LLAMA_LLAMA_CHAT_TEMPLATE_H_

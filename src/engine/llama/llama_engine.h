@@ -1,0 +1,26 @@
+// LlamaEngine: the Engine over llama.cpp, for GGUF models. The only engine that touches
+// llama.cpp; everything it exposes is in our own types.
+//
+// One sequence of KV cache: a request whose tokens start with the tokens already in the
+// cache (the same system prompt, the next chat turn) prefills only the new suffix.
+// Thread-safety: as Engine (one thread at a time).
+#ifndef LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_
+#define LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_
+
+#include <memory>
+
+#include "engine/engine.h"
+
+namespace llmd::engine {
+
+// A new, unloaded engine. llama.cpp's own log lines go to stderr at warning level and above
+// (all of them when `verbose`).
+std::unique_ptr<Engine> NewLlamaEngine(bool verbose = false);
+
+// Names of the ggml devices this build can use ("CPU", "CUDA0", ...), for messages and
+// --list-devices.
+std::vector<std::string> ListLlamaDevices();
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_

@@ -1,0 +1,95 @@
+// Value types shared by every engine: configuration, sampling, statistics.
+// Our own types only: nothing here names llama.cpp.
+#ifndef LLMD_ENGINE_TYPES_H_
+#define LLMD_ENGINE_TYPES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llmd/status.h"
+
+namespace llmd::engine {
+
+using TokenId = int32_t;
+
+// How the engine loads a model and sizes its context.
+struct EngineConfig {
+  std::string model_path;
+  int32_t context_tokens = 2048;   // KV cache size (the seed's max_context_len)
+  int32_t batch_tokens = 512;      // prompt tokens per decode call
+  int32_t threads = 0;             // 0: one per online CPU
+  int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all
+  std::vector<std::string> devices;  // ggml device names, e.g. "CUDA0", "HTP0"; empty: CPU
+  bool use_mmap = true;
+  std::string flash_attention = "auto";  // "auto", "on" or "off"
+  std::string kv_cache_type = "f16";     // "f16", "q8_0", "q4_0", ...
+};
+
+// Token sampling. Defaults and ranges are the reference daemon's (seed 000 config table).
+struct SamplingParams {
+  float temperature = 0.7f;     // 0 .. 2; 0 means greedy (argmax)
+  float top_p = 0.9f;           // 0 .. 1
+  int32_t top_k = 40;           // > 0
+  float repeat_penalty = 1.1f;  // >= 1
+  uint32_t seed = kRandomSeed;  // the sampler's RNG seed; the same seed repeats the output
+
+  static constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // a fresh random seed per request
+
+  // Greedy decoding, as llama.cpp's reference programs do it.
+  static SamplingParams Greedy();
+
+  // InvalidArgument naming the field when a value is out of range (NaN and Inf included).
+  Status Validate() const;
+};
+
+// Per-request generation limits and options.
+struct GenerateOptions {
+  int32_t max_tokens = 256;  // 0 returns at once with finish reason "length"
+  SamplingParams sampling;
+  bool strip_think = true;   // remove <think>...</think> from the returned text
+  // Polled before every decode step; when it turns true the generation stops with finish
+  // reason kCancelled. Owned by the caller; may be null.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+enum class FinishReason : uint8_t {
+  kStop,       // the model ended its turn (an end-of-generation token)
+  kLength,     // max_tokens, or the context, ran out
+  kCancelled,  // the caller asked to stop
+};
+
+std::string_view FinishReasonName(FinishReason reason);
+
+// What one generation cost. Times are milliseconds, wall clock.
+struct GenerationStats {
+  double load_ms = 0;          // model load time (the same on every request)
+  int32_t prompt_tokens = 0;   // tokens in the full prompt, cached ones included
+  int32_t cached_tokens = 0;   // prompt tokens reused from the KV cache
+  double prefill_ms = 0;       // decoding the uncached prompt tokens
+  double ttft_ms = 0;          // request start to first generated token
+  double decode_ms = 0;        // first to last generated token
+  int32_t generated_tokens = 0;
+  FinishReason finish_reason = FinishReason::kStop;
+
+  double decode_tokens_per_second() const;
+  double prefill_tokens_per_second() const;
+};
+
+struct Completion {
+  std::string text;
+  std::vector<TokenId> tokens;  // the generated tokens, end-of-generation token excluded
+  GenerationStats stats;
+};
+
+// Called with each piece of visible text as it is generated: whole UTF-8 characters, think
+// blocks already removed. Return false to cancel; generation stops before the next step.
+// An empty function receives nothing.
+using TextSink = std::function<bool(std::string_view text)>;
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_TYPES_H_

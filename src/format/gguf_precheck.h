@@ -1,0 +1,48 @@
+// GGUF pre-check: validates a GGUF file's structure before llama.cpp ever opens it.
+//
+// llama.cpp's own reader has had a long series of memory-safety bugs on crafted files
+// (CVE-2024-21802/21825/21836/23496/23605, CVE-2025-53630, ...). This walks the whole header,
+// KV section and tensor table with every count, length, dimension, type, offset and size
+// checked against the file before anything is allocated or mapped, so a crafted or truncated
+// file gets a clear Corruption error and never reaches the loader.
+//
+// Thread-safety: stateless; `file` is only read.
+#ifndef LLMD_FORMAT_GGUF_PRECHECK_H_
+#define LLMD_FORMAT_GGUF_PRECHECK_H_
+
+#include <cstdint>
+#include <string>
+
+#include "format/random_access_file.h"
+#include "llmd/result.h"
+
+namespace llmd::format {
+
+// Limits beyond what the file size already bounds.
+inline constexpr uint64_t kMaxKeyBytes = 64 * 1024;       // a KV key
+inline constexpr uint64_t kMaxTokenBytes = 4096;          // one vocabulary entry
+inline constexpr uint64_t kMaxInspectedStringBytes = 16 << 20;  // values we read into memory
+inline constexpr uint32_t kMaxTensorDims = 4;             // GGML_MAX_DIMS
+inline constexpr uint64_t kMaxAlignment = 1 << 20;
+
+// What the pre-check learned; enough to plan memory before loading.
+struct GgufSummary {
+  uint32_t version = 0;
+  uint64_t n_tensors = 0;
+  uint64_t n_kv = 0;
+  std::string architecture;  // general.architecture
+  std::string name;          // general.name, may be empty
+  uint64_t alignment = 32;
+  uint64_t data_offset = 0;   // where tensor data starts
+  uint64_t tensor_bytes = 0;  // sum of all tensor sizes
+  uint64_t vocab_size = 0;    // entries in tokenizer.ggml.tokens, 0 if absent
+};
+
+// Checks `file` (which must start with the GGUF magic) and returns its summary, or a
+// Corruption error whose message names the section and the offending value, e.g.
+// "GGUF tensor 'blk.0.attn_q.weight': data at 4096..1052672 runs past the end of the file".
+Result<GgufSummary> PrecheckGguf(const RandomAccessFile& file);
+
+}  // namespace llmd::format
+
+#endif  // LLMD_FORMAT_GGUF_PRECHECK_H_

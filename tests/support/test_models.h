@@ -1,0 +1,14 @@
+// Paths of the synthetic models the test fixtures write (see tests/CMakeLists.txt).
+#ifndef LLMD_TESTS_SUPPORT_TEST_MODELS_H_
+#define LLMD_TESTS_SUPPORT_TEST_MODELS_H_
+
+#include <string>
+
+namespace llmd::testing {
+
+inline std::string TinyModelPath() { return std::string(LLMD_TEST_MODEL_DIR) + "/tiny-q8_0.gguf"; }
+inline std::string Qwen06bQ4Path() { return std::string(LLMD_TEST_MODEL_DIR) + "/qwen3-0.6b-q4_0.gguf"; }
+
+}  // namespace llmd::testing
+
+#endif  // LLMD_TESTS_SUPPORT_TEST_MODELS_H_

@@ -1,0 +1,280 @@
+// llmd-mkmodel: writes a synthetic Qwen3 GGUF model: real geometry and the real Qwen
+// vocabulary and chat template, random weights (deterministic per seed). Throughput depends
+// on shapes, not on weight values, so tests and benchmarks on these models are honest without
+// downloading anything.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ggml.h"
+#include "gguf.h"
+#include "llama.h"
+#include "model_shapes.h"
+
+namespace {
+
+using llmd::mkmodel::ModelShape;
+
+// xoshiro256** seeded by splitmix64: fast, and the same stream on every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) {
+    for (auto& s : s_) {
+      seed += 0x9E3779B97F4A7C15ull;
+      uint64_t z = seed;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      s = z ^ (z >> 31);
+    }
+  }
+  // Uniform in [-1, 1).
+  float Next() {
+    uint64_t r = Rotl(s_[1] * 5, 7) * 9;
+    uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  uint64_t s_[4];
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct TensorSpec {
+  std::string name;
+  int64_t ne0, ne1;  // ne1 == 0: a vector
+  bool norm;         // a norm weight: all ones, kept F32
+};
+
+std::vector<TensorSpec> Tensors(const ModelShape& s, int64_t vocab) {
+  std::vector<TensorSpec> t;
+  t.push_back({"token_embd.weight", s.embedding, vocab, false});
+  t.push_back({"output_norm.weight", s.embedding, 0, true});
+  const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  for (int64_t i = 0; i < s.layers; ++i) {
+    std::string b = "blk." + std::to_string(i) + ".";
+    t.push_back({b + "attn_norm.weight", s.embedding, 0, true});
+    t.push_back({b + "attn_q.weight", s.embedding, q, false});
+    t.push_back({b + "attn_k.weight", s.embedding, kv, false});
+    t.push_back({b + "attn_v.weight", s.embedding, kv, false});
+    t.push_back({b + "attn_output.weight", q, s.embedding, false});
+    t.push_back({b + "attn_q_norm.weight", s.head_dim, 0, true});
+    t.push_back({b + "attn_k_norm.weight", s.head_dim, 0, true});
+    t.push_back({b + "ffn_norm.weight", s.embedding, 0, true});
+    t.push_back({b + "ffn_gate.weight", s.embedding, s.feed_forward, false});
+    t.push_back({b + "ffn_up.weight", s.embedding, s.feed_forward, false});
+    t.push_back({b + "ffn_down.weight", s.feed_forward, s.embedding, false});
+  }
+  return t;
+}
+
+int64_t FindToken(const gguf_context* vocab, const char* text) {
+  int64_t key = gguf_find_key(vocab, "tokenizer.ggml.tokens");
+  size_t n = gguf_get_arr_n(vocab, key);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::strcmp(gguf_get_arr_str(vocab, key, i), text) == 0) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// Writes the F16 model to `path`. Returns false with a message on stderr on failure.
+bool WriteF16(const ModelShape& shape, uint64_t seed, float init_std, const std::string& vocab_path,
+              const std::string& template_path, const std::string& path) {
+  gguf_init_params vp = {/*no_alloc=*/true, /*ctx=*/nullptr};
+  gguf_context* vocab = gguf_init_from_file(vocab_path.c_str(), vp);
+  if (vocab == nullptr) {
+    std::fprintf(stderr, "mkmodel: cannot read the vocabulary %s\n", vocab_path.c_str());
+    return false;
+  }
+  std::string chat_template = ReadFile(template_path);
+  if (chat_template.empty()) {
+    std::fprintf(stderr, "mkmodel: cannot read the chat template %s\n", template_path.c_str());
+    gguf_free(vocab);
+    return false;
+  }
+  int64_t tokens_key = gguf_find_key(vocab, "tokenizer.ggml.tokens");
+  const int64_t n_vocab = tokens_key < 0 ? 0 : static_cast<int64_t>(gguf_get_arr_n(vocab, tokens_key));
+  const int64_t im_end = FindToken(vocab, "<|im_end|>");
+  const int64_t endoftext = FindToken(vocab, "<|endoftext|>");
+  if (n_vocab == 0 || im_end < 0 || endoftext < 0) {
+    std::fprintf(stderr, "mkmodel: %s is not a Qwen vocabulary\n", vocab_path.c_str());
+    gguf_free(vocab);
+    return false;
+  }
+
+  gguf_context* out = gguf_init_empty();
+  gguf_set_kv(out, vocab);
+  for (int64_t i = gguf_get_n_kv(out) - 1; i >= 0; --i) {  // the vocab file's own arch keys
+    std::string key = gguf_get_key(out, i);
+    if (key.starts_with("qwen2.")) gguf_remove_key(out, key.c_str());
+  }
+  gguf_free(vocab);
+  std::string name = "llmd synthetic Qwen3-" + std::string(shape.label) + " seed " + std::to_string(seed);
+  gguf_set_val_str(out, "general.architecture", "qwen3");
+  gguf_set_val_str(out, "general.name", name.c_str());
+  gguf_set_val_str(out, "general.size_label", std::string(shape.label).c_str());
+  gguf_set_val_u32(out, "general.file_type", 1);  // mostly F16
+  gguf_set_val_u32(out, "qwen3.block_count", static_cast<uint32_t>(shape.layers));
+  gguf_set_val_u32(out, "qwen3.context_length", static_cast<uint32_t>(shape.context_train));
+  gguf_set_val_u32(out, "qwen3.embedding_length", static_cast<uint32_t>(shape.embedding));
+  gguf_set_val_u32(out, "qwen3.feed_forward_length", static_cast<uint32_t>(shape.feed_forward));
+  gguf_set_val_u32(out, "qwen3.attention.head_count", static_cast<uint32_t>(shape.heads));
+  gguf_set_val_u32(out, "qwen3.attention.head_count_kv", static_cast<uint32_t>(shape.kv_heads));
+  gguf_set_val_u32(out, "qwen3.attention.key_length", static_cast<uint32_t>(shape.head_dim));
+  gguf_set_val_u32(out, "qwen3.attention.value_length", static_cast<uint32_t>(shape.head_dim));
+  gguf_set_val_f32(out, "qwen3.rope.freq_base", 1000000.0f);
+  gguf_set_val_f32(out, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+  gguf_set_val_u32(out, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(im_end));
+  gguf_set_val_u32(out, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(endoftext));
+  gguf_set_val_u32(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(endoftext));
+  gguf_set_val_bool(out, "tokenizer.ggml.add_bos_token", false);
+  gguf_set_val_str(out, "tokenizer.chat_template", chat_template.c_str());
+
+  // Tensor metadata only (no_alloc): the data is generated and streamed one tensor at a time.
+  std::vector<TensorSpec> specs = Tensors(shape, n_vocab);
+  ggml_init_params gp = {ggml_tensor_overhead() * (specs.size() + 1), nullptr, /*no_alloc=*/true};
+  ggml_context* meta = ggml_init(gp);
+  uint64_t total = 0;
+  for (const auto& s : specs) {
+    ggml_tensor* t = s.norm ? ggml_new_tensor_1d(meta, GGML_TYPE_F32, s.ne0)
+                            : ggml_new_tensor_2d(meta, GGML_TYPE_F16, s.ne0, s.ne1);
+    ggml_set_name(t, s.name.c_str());
+    gguf_add_tensor(out, t);
+    total += ggml_nbytes(t);
+  }
+
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "mkmodel: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    ggml_free(meta);
+    gguf_free(out);
+    return false;
+  }
+  std::vector<char> header(gguf_get_meta_size(out));
+  gguf_get_meta_data(out, header.data());
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+
+  Rng rng(seed);
+  const float scale = init_std * 1.7320508f;  // uniform with this standard deviation
+  const size_t alignment = gguf_get_alignment(out);
+  std::vector<float> row;
+  std::vector<ggml_fp16_t> half;
+  uint64_t written = 0, next_report = 0;
+  for (const auto& s : specs) {
+    ggml_tensor* t = ggml_get_tensor(meta, s.name.c_str());
+    const int64_t rows = s.ne1 == 0 ? 1 : s.ne1;
+    row.resize(static_cast<size_t>(s.ne0));
+    half.resize(row.size());
+    for (int64_t r = 0; r < rows && ok; ++r) {
+      for (auto& v : row) v = s.norm ? 1.0f : rng.Next() * scale;
+      if (s.norm) {
+        ok = std::fwrite(row.data(), sizeof(float), row.size(), f) == row.size();
+      } else {
+        ggml_fp32_to_fp16_row(row.data(), half.data(), static_cast<int64_t>(row.size()));
+        ok = std::fwrite(half.data(), sizeof(ggml_fp16_t), half.size(), f) == half.size();
+      }
+    }
+    size_t pad = GGML_PAD(ggml_nbytes(t), alignment) - ggml_nbytes(t);
+    static const char zeros[64] = {};
+    for (size_t left = pad; left > 0 && ok;) {
+      size_t n = std::min(left, sizeof zeros);
+      ok = std::fwrite(zeros, 1, n, f) == n;
+      left -= n;
+    }
+    written += ggml_nbytes(t);
+    if (total > (64u << 20) && written >= next_report) {
+      std::fprintf(stderr, "\rmkmodel: weights %3d%%", static_cast<int>(100 * written / total));
+      next_report = written + total / 50;
+    }
+  }
+  if (total > (64u << 20)) std::fprintf(stderr, "\rmkmodel: weights 100%%\n");
+  ok = std::fclose(f) == 0 && ok;
+  ggml_free(meta);
+  gguf_free(out);
+  if (!ok) std::fprintf(stderr, "mkmodel: writing %s failed\n", path.c_str());
+  return ok;
+}
+
+void QuietLog(ggml_log_level level, const char* text, void*) {
+  if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Writes a synthetic Qwen3 GGUF model: real geometry, the real Qwen vocabulary and chat\n"
+      "template, deterministic random weights. For tests and benchmarks; it knows nothing."};
+  std::string size = "tiny", type = "q8_0", out, vocab = LLMD_DEFAULT_VOCAB,
+              tmpl = LLMD_DEFAULT_TEMPLATE;
+  uint64_t seed = 1;
+  int threads = 0;
+  float init_std = 0.1f;
+  app.add_option("-s,--size", size, "Geometry: tiny, 0.6b or 1.7b")
+      ->check(CLI::IsMember({"tiny", "0.6b", "1.7b"}))
+      ->capture_default_str();
+  app.add_option("-t,--type", type, "Weight type: f16, q8_0 or q4_0")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "Random seed; the same seed writes the same file")
+      ->capture_default_str();
+  app.add_option("-o,--output", out, "Output .gguf path")->required();
+  app.add_option("--vocab", vocab, "Qwen vocabulary GGUF (llama.cpp models/ggml-vocab-qwen2.gguf)")
+      ->capture_default_str();
+  app.add_option("--template", tmpl, "Chat template (llama.cpp models/templates/Qwen-Qwen3-0.6B.jinja)")
+      ->capture_default_str();
+  app.add_option("--init-std", init_std,
+                 "Standard deviation of the random weights (larger: more varied output)")
+      ->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
+  app.add_option("--threads", threads, "Quantization threads (0: all)");
+  CLI11_PARSE(app, argc, argv);
+
+  const ModelShape* shape = llmd::mkmodel::FindShape(size);
+  // Written beside the target and renamed into place, so an interrupted run leaves no
+  // half-written model behind.
+  std::string f16_path = out + ".f16.tmp", final_tmp = out + ".tmp";
+  std::fprintf(stderr, "mkmodel: Qwen3-%s (%lld layers, n_embd %lld) %s, seed %llu -> %s\n",
+               std::string(shape->label).c_str(), static_cast<long long>(shape->layers),
+               static_cast<long long>(shape->embedding), type.c_str(),
+               static_cast<unsigned long long>(seed), out.c_str());
+  if (!WriteF16(*shape, seed, init_std, vocab, tmpl, f16_path)) {
+    std::remove(f16_path.c_str());
+    return 1;
+  }
+  if (type == "f16") return std::rename(f16_path.c_str(), out.c_str()) == 0 ? 0 : 1;
+
+  llama_log_set(QuietLog, nullptr);
+  llama_backend_init();
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.nthread = threads;
+  qp.ftype = type == "q4_0" ? LLAMA_FTYPE_MOSTLY_Q4_0 : LLAMA_FTYPE_MOSTLY_Q8_0;
+  std::fprintf(stderr, "mkmodel: quantizing to %s\n", type.c_str());
+  uint32_t rc = llama_model_quantize(f16_path.c_str(), final_tmp.c_str(), &qp);
+  std::remove(f16_path.c_str());
+  llama_backend_free();
+  if (rc != 0 || std::rename(final_tmp.c_str(), out.c_str()) != 0) {
+    std::fprintf(stderr, "mkmodel: quantization failed (%u)\n", rc);
+    std::remove(final_tmp.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "mkmodel: done\n");
+  return 0;
+}
