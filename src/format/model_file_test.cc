@@ -3,6 +3,7 @@
 #include "format/model_file.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -87,10 +88,26 @@ TEST_F(ModelFileTest, MissingAndUnreadableFiles) {
   Status missing = ErrorFor((dir_ / "nope.gguf").string());
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
   EXPECT_NE(missing.message().find("No such file"), std::string::npos);
-  if (::geteuid() == 0) GTEST_SKIP() << "root reads files whatever their mode";
   std::string locked = Write("locked.gguf", testing::MinimalValidGguf().bytes());
   fs::permissions(locked, fs::perms::none);
-  EXPECT_NE(ErrorFor(locked).message().find("Permission denied"), std::string::npos);
+  if (::geteuid() != 0) {
+    EXPECT_NE(ErrorFor(locked).message().find("Permission denied"), std::string::npos);
+    return;
+  }
+  // Root reads any file: check as an unprivileged user in a child process instead.
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::others_exec);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    auto r = InspectModelFile(locked);
+    bool denied = !r.has_value() && r.error().message().find("Permission denied") != std::string::npos;
+    ::_exit(denied ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not refused as permission denied; 2: setuid failed";
 }
 
 TEST_F(ModelFileTest, FileReplacedByRenameKeepsTheOpenInode) {
