@@ -1,0 +1,174 @@
+#include "proto/messages.h"
+
+#include "proto/postcard.h"
+
+namespace llmd::proto {
+namespace {
+
+void WriteParams(PostcardWriter& w, const GenerateParams& p) {
+  auto str = [&](const std::string& s) { w.String(s); };
+  auto f32 = [&](float v) { w.F32(v); };
+  auto u32 = [&](uint32_t v) { w.Varint(v); };
+  w.Option(p.system, str);
+  w.Option(p.temperature, f32);
+  w.Option(p.top_p, f32);
+  w.Option(p.top_k, u32);
+  w.Option(p.repeat_penalty, f32);
+  w.Option(p.seed, u32);
+}
+
+Status ReadParams(PostcardReader& r, GenerateParams* p) {
+  auto str = [&](std::string* s) { return r.String(s); };
+  auto f32 = [&](float* v) { return r.F32(v); };
+  auto u32 = [&](uint32_t* v) { return r.Varint32(v); };
+  LLMD_RETURN_IF_ERROR(r.Option(&p->system, str));
+  LLMD_RETURN_IF_ERROR(r.Option(&p->temperature, f32));
+  LLMD_RETURN_IF_ERROR(r.Option(&p->top_p, f32));
+  LLMD_RETURN_IF_ERROR(r.Option(&p->top_k, u32));
+  LLMD_RETURN_IF_ERROR(r.Option(&p->repeat_penalty, f32));
+  return r.Option(&p->seed, u32);
+}
+
+Status Finished(const PostcardReader& r) {
+  if (!r.done()) {
+    return InvalidArgumentError(std::to_string(r.remaining()) +
+                                " unexpected trailing bytes after the message");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view ErrorCodeName(ErrorCode code) {
+  static constexpr std::string_view kNames[kErrorCodeCount] = {
+      "ModelNotLoaded", "GenerationFailed", "InvalidPrompt", "Timeout",
+      "InternalError",  "PermissionDenied", "Busy",          "RateLimited",
+      "ContextOverflow", "Unsupported",     "ShuttingDown",  "Cancelled"};
+  auto i = static_cast<uint32_t>(code);
+  return i < kErrorCodeCount ? kNames[i] : "Unknown";
+}
+
+Response Response::Error(ErrorCode code, std::string message) {
+  Response r;
+  r.type = Type::kError;
+  r.code = code;
+  r.text = std::move(message);
+  return r;
+}
+
+std::string EncodeRequest(const Request& r) {
+  PostcardWriter w;
+  w.Varint(static_cast<uint32_t>(r.type));
+  if (r.type == Request::Type::kGenerate || r.type == Request::Type::kGenerateStream) {
+    w.String(r.prompt);
+    w.Option(r.max_tokens, [&](uint32_t v) { w.Varint(v); });
+  }
+  if (r.type == Request::Type::kGenerateStream) WriteParams(w, r.params);
+  return w.Take();
+}
+
+Result<Request> DecodeRequest(std::string_view payload) {
+  PostcardReader r(payload);
+  uint32_t variant;
+  LLMD_RETURN_IF_ERROR(r.Varint32(&variant));
+  Request req;
+  switch (variant) {
+    case 0:
+    case 3:
+      req.type = static_cast<Request::Type>(variant);
+      LLMD_RETURN_IF_ERROR(r.String(&req.prompt));
+      LLMD_RETURN_IF_ERROR(r.Option(&req.max_tokens, [&](uint32_t* v) { return r.Varint32(v); }));
+      if (variant == 3) LLMD_RETURN_IF_ERROR(ReadParams(r, &req.params));
+      break;
+    case 1:
+    case 2:
+      req.type = static_cast<Request::Type>(variant);
+      break;
+    default:
+      return UnimplementedError("unsupported request variant " + std::to_string(variant));
+  }
+  LLMD_RETURN_IF_ERROR(Finished(r));
+  return req;
+}
+
+std::string EncodeResponse(const Response& r) {
+  PostcardWriter w;
+  w.Varint(static_cast<uint32_t>(r.type));
+  switch (r.type) {
+    case Response::Type::kGenerated:
+      w.String(r.text);
+      w.Varint(r.tokens_generated);
+      break;
+    case Response::Type::kError:
+      w.Varint(static_cast<uint32_t>(r.code));
+      w.String(r.text);
+      break;
+    case Response::Type::kHealth:
+      w.Bool(r.model_loaded);
+      w.U8(r.npu_core);
+      w.F32(r.kv_cache_usage);
+      break;
+    case Response::Type::kToken:
+      w.String(r.text);
+      break;
+    case Response::Type::kDone:
+      w.Varint(r.tokens_generated);
+      w.Varint(r.stats.prompt_tokens);
+      w.Varint(r.stats.cached_tokens);
+      w.F32(r.stats.prefill_ms);
+      w.F32(r.stats.ttft_ms);
+      w.F32(r.stats.decode_ms);
+      w.Varint(static_cast<uint32_t>(r.stats.finish_reason));
+      break;
+  }
+  return w.Take();
+}
+
+Result<Response> DecodeResponse(std::string_view payload) {
+  PostcardReader r(payload);
+  uint32_t variant;
+  LLMD_RETURN_IF_ERROR(r.Varint32(&variant));
+  Response resp;
+  resp.type = static_cast<Response::Type>(variant);
+  switch (variant) {
+    case 0:
+      LLMD_RETURN_IF_ERROR(r.String(&resp.text));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&resp.tokens_generated));
+      break;
+    case 1: {
+      uint32_t code;
+      LLMD_RETURN_IF_ERROR(r.Varint32(&code));
+      if (code >= kErrorCodeCount) return InvalidArgumentError("unknown error code " + std::to_string(code));
+      resp.code = static_cast<ErrorCode>(code);
+      LLMD_RETURN_IF_ERROR(r.String(&resp.text));
+      break;
+    }
+    case 2:
+      LLMD_RETURN_IF_ERROR(r.Bool(&resp.model_loaded));
+      LLMD_RETURN_IF_ERROR(r.U8(&resp.npu_core));
+      LLMD_RETURN_IF_ERROR(r.F32(&resp.kv_cache_usage));
+      break;
+    case 3:
+      LLMD_RETURN_IF_ERROR(r.String(&resp.text));
+      break;
+    case 4: {
+      uint32_t finish;
+      LLMD_RETURN_IF_ERROR(r.Varint32(&resp.tokens_generated));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&resp.stats.prompt_tokens));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&resp.stats.cached_tokens));
+      LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.prefill_ms));
+      LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.ttft_ms));
+      LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.decode_ms));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&finish));
+      if (finish > 2) return InvalidArgumentError("unknown finish reason " + std::to_string(finish));
+      resp.stats.finish_reason = static_cast<FinishReason>(finish);
+      break;
+    }
+    default:
+      return UnimplementedError("unsupported response variant " + std::to_string(variant));
+  }
+  LLMD_RETURN_IF_ERROR(Finished(r));
+  return resp;
+}
+
+}  // namespace llmd::proto

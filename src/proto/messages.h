@@ -1,0 +1,111 @@
+// The native protocol's messages: the reference daemon's LlmRequest / LlmResponse /
+// LlmErrorCode (seed 000), variant for variant and field for field, with llmd's additions
+// appended after them so seed-era clients keep working unchanged. docs/protocol.md has the
+// bytes. Pure values; encode/decode are thread-safe.
+#ifndef LLMD_PROTO_MESSAGES_H_
+#define LLMD_PROTO_MESSAGES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "llmd/result.h"
+
+namespace llmd::proto {
+
+// LlmErrorCode. The first six are the seed's and the only ones sent in answer to the seed's
+// three requests; the rest answer appended requests only.
+enum class ErrorCode : uint32_t {
+  kModelNotLoaded = 0,
+  kGenerationFailed = 1,
+  kInvalidPrompt = 2,
+  kTimeout = 3,
+  kInternalError = 4,
+  kPermissionDenied = 5,
+  // Appended by llmd.
+  kBusy = 6,             // connection cap or queue full: retry with backoff
+  kRateLimited = 7,      // the peer's request rate is over its limit: retry after a pause
+  kContextOverflow = 8,  // prompt does not fit the context
+  kUnsupported = 9,      // unknown request variant or feature
+  kShuttingDown = 10,    // the daemon is stopping; the request was not completed
+  kCancelled = 11,
+};
+inline constexpr uint32_t kSeedErrorCodes = 6;
+inline constexpr uint32_t kErrorCodeCount = 12;
+std::string_view ErrorCodeName(ErrorCode code);
+
+// Sampling and prompt options of the appended requests; unset fields take the daemon's
+// configured defaults.
+struct GenerateParams {
+  std::optional<std::string> system;  // replaces the configured system prompt
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<uint32_t> top_k;
+  std::optional<float> repeat_penalty;
+  std::optional<uint32_t> seed;
+  friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
+};
+
+// LlmRequest.
+struct Request {
+  enum class Type : uint32_t {
+    kGenerate = 0,        // seed: Generate { prompt: String, max_tokens: Option<u32> }
+    kHealthCheck = 1,     // seed
+    kShutdown = 2,        // seed; root only
+    kGenerateStream = 3,  // GenerateStream { prompt, max_tokens: Option<u32>, params }
+  };
+  Type type = Type::kHealthCheck;
+  std::string prompt;
+  std::optional<uint32_t> max_tokens;
+  GenerateParams params;  // kGenerateStream only
+
+  bool is_seed_request() const { return type <= Type::kShutdown; }
+  friend bool operator==(const Request&, const Request&) = default;
+};
+
+enum class FinishReason : uint32_t { kStop = 0, kLength = 1, kCancelled = 2 };
+
+// Per-request statistics, sent at the end of a stream.
+struct Stats {
+  uint32_t prompt_tokens = 0;
+  uint32_t cached_tokens = 0;
+  float prefill_ms = 0;
+  float ttft_ms = 0;
+  float decode_ms = 0;
+  FinishReason finish_reason = FinishReason::kStop;
+  friend bool operator==(const Stats&, const Stats&) = default;
+};
+
+// LlmResponse.
+struct Response {
+  enum class Type : uint32_t {
+    kGenerated = 0,  // seed: Generated { text: String, tokens_generated: u32 }
+    kError = 1,      // seed: Error { code: LlmErrorCode, message: String }
+    kHealth = 2,     // seed: Health { model_loaded: bool, npu_core: u8, kv_cache_usage: f32 }
+    kToken = 3,      // Token { text: String }: the next piece of a stream
+    kDone = 4,       // Done { tokens_generated: u32, stats: Stats }: a stream's last frame
+  };
+  Type type = Type::kError;
+  std::string text;               // kGenerated, kToken; the message for kError
+  uint32_t tokens_generated = 0;  // kGenerated, kDone
+  ErrorCode code = ErrorCode::kInternalError;
+  bool model_loaded = false;
+  uint8_t npu_core = 0;
+  float kv_cache_usage = 0;
+  Stats stats;  // kDone
+
+  static Response Error(ErrorCode code, std::string message);
+  friend bool operator==(const Response&, const Response&) = default;
+};
+
+// Postcard payloads (no frame header). Decoding rejects unknown variants ("unsupported
+// request variant 9"), out-of-range enum values, invalid UTF-8, truncation and trailing bytes.
+std::string EncodeRequest(const Request& r);
+Result<Request> DecodeRequest(std::string_view payload);
+std::string EncodeResponse(const Response& r);
+Result<Response> DecodeResponse(std::string_view payload);
+
+}  // namespace llmd::proto
+
+#endif  // LLMD_PROTO_MESSAGES_H_

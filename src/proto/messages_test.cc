@@ -1,0 +1,128 @@
+// The bytes in docs/protocol.md, checked both ways.
+#include "proto/messages.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "proto/frame_codec.h"
+
+namespace llmd::proto {
+namespace {
+
+std::string Hex(std::string_view bytes) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (!out.empty()) out += ' ';
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+Request Generate(std::string prompt, std::optional<uint32_t> max_tokens) {
+  Request r;
+  r.type = Request::Type::kGenerate;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+void ExpectRequestBytes(const Request& r, const std::string& hex) {
+  EXPECT_EQ(Hex(EncodeRequest(r)), hex);
+  auto back = DecodeRequest(EncodeRequest(r));
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, r);
+}
+
+void ExpectResponseBytes(const Response& r, const std::string& hex) {
+  EXPECT_EQ(Hex(EncodeResponse(r)), hex);
+  auto back = DecodeResponse(EncodeResponse(r));
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, r);
+}
+
+TEST(Messages, SeedRequestsMatchTheDocumentedBytes) {
+  ExpectRequestBytes(Generate("Hello", 64), "00 05 48 65 6c 6c 6f 01 40");
+  ExpectRequestBytes(Generate("Hi", std::nullopt), "00 02 48 69 00");
+  Request health;
+  health.type = Request::Type::kHealthCheck;
+  ExpectRequestBytes(health, "01");
+  Request shutdown;
+  shutdown.type = Request::Type::kShutdown;
+  ExpectRequestBytes(shutdown, "02");
+  EXPECT_EQ(Hex(EncodeFrame(EncodeRequest(Generate("Hello", 64)))),
+            "00 00 00 09 00 05 48 65 6c 6c 6f 01 40");
+}
+
+TEST(Messages, StreamRequestMatchesTheDocumentedBytes) {
+  Request r = Generate("Hi", 300);
+  r.type = Request::Type::kGenerateStream;
+  r.params.temperature = 0.0f;
+  r.params.seed = 7;
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07");
+}
+
+TEST(Messages, ResponsesMatchTheDocumentedBytes) {
+  Response gen;
+  gen.type = Response::Type::kGenerated;
+  gen.text = "Hi!";
+  gen.tokens_generated = 3;
+  ExpectResponseBytes(gen, "00 03 48 69 21 03");
+  ExpectResponseBytes(Response::Error(ErrorCode::kInvalidPrompt, "empty"),
+                      "01 02 05 65 6d 70 74 79");
+  Response health;
+  health.type = Response::Type::kHealth;
+  health.model_loaded = true;
+  health.npu_core = 0;
+  health.kv_cache_usage = 0.25f;
+  ExpectResponseBytes(health, "02 01 00 00 00 80 3e");
+  Response token;
+  token.type = Response::Type::kToken;
+  token.text = "Hi";
+  ExpectResponseBytes(token, "03 02 48 69");
+  Response done;
+  done.type = Response::Type::kDone;
+  done.tokens_generated = 5;
+  done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kLength};
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01");
+}
+
+TEST(Messages, ErrorCodesKeepTheSeedOrder) {
+  EXPECT_EQ(static_cast<uint32_t>(ErrorCode::kModelNotLoaded), 0u);
+  EXPECT_EQ(static_cast<uint32_t>(ErrorCode::kPermissionDenied), 5u);
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kBusy), "Busy");
+  EXPECT_EQ(kSeedErrorCodes, 6u);
+}
+
+TEST(Messages, RejectsMalformedRequests) {
+  auto err = [](std::string bytes) {
+    auto r = DecodeRequest(bytes);
+    EXPECT_FALSE(r.has_value()) << Hex(bytes);
+    return r.has_value() ? std::string() : r.error().message();
+  };
+  EXPECT_EQ(err(std::string("\x09", 1)), "unsupported request variant 9");
+  EXPECT_EQ(DecodeRequest("\x09").error().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(err(std::string("\x00\x10Hi\x00", 5)).find("string length 16 exceeds"), std::string::npos);
+  EXPECT_NE(err(std::string("\x00\xff\xff\xff\xff\x0f", 6)).find("exceeds"), std::string::npos);
+  EXPECT_NE(err(std::string("\x00\xff\xff\xff\xff\x7f", 6)).find("overflows"), std::string::npos);
+  EXPECT_NE(err(std::string("\x00\x02\xc0\xaf\x00", 5)).find("UTF-8"), std::string::npos);
+  EXPECT_NE(err(std::string("\x00\x02Hi\x02", 5)).find("Option tag"), std::string::npos);
+  EXPECT_NE(err(std::string("\x01junk", 5)).find("trailing bytes"), std::string::npos);
+  EXPECT_NE(err(std::string("\x00\x02H", 3)).find("exceeds"), std::string::npos);
+  EXPECT_NE(err(""), "");
+}
+
+TEST(Messages, RandomPayloadsNeverCrash) {
+  std::mt19937 rng(1234);
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes(rng() % 32, '\0');
+    for (auto& c : bytes) c = static_cast<char>(rng() % 6 == 0 ? rng() % 5 : rng());
+    (void)DecodeRequest(bytes);
+    (void)DecodeResponse(bytes);
+  }
+}
+
+}  // namespace
+}  // namespace llmd::proto
