@@ -1,4 +1,4 @@
-// llmd::Result<T>: either a value of type T or a non-OK Status.
+// llmd::Result<T, E = Status>: either a value of type T or an error of type E.
 //
 // Accessors are named like std::expected (has_value, value, error, *, ->) so that moving to
 // C++23 is mechanical. Calling value() on an error is a bug and aborts.
@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -16,12 +17,14 @@
 
 namespace llmd {
 
-template <typename T>
+template <typename T, typename E = Status>
 class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
-    if (std::get<Status>(state_).ok()) Die("Result constructed from an OK Status");
+  Result(E error) : state_(std::move(error)) {   // NOLINT: implicit by design
+    if constexpr (std::is_same_v<E, Status>) {
+      if (std::get<Status>(state_).ok()) Die("Result constructed from an OK Status");
+    }
   }
 
   bool has_value() const { return std::holds_alternative<T>(state_); }
@@ -31,8 +34,8 @@ class [[nodiscard]] Result {
   const T& value() const& { return const_cast<Result*>(this)->Checked(); }
   T&& value() && { return std::move(Checked()); }
 
-  // The error; OK when this holds a value.
-  Status error() const { return has_value() ? Status() : std::get<Status>(state_); }
+  // The error; E{} (OK for Status) when this holds a value.
+  E error() const { return has_value() ? E{} : std::get<E>(state_); }
 
   T& operator*() & { return Checked(); }
   const T& operator*() const& { return value(); }
@@ -49,7 +52,7 @@ class [[nodiscard]] Result {
     return std::get<T>(state_);
   }
 
-  std::variant<T, Status> state_;
+  std::variant<T, E> state_;
 };
 
 }  // namespace llmd

@@ -1,0 +1,95 @@
+// llmd::LlmClient: the C++ client for the llmd daemon's native protocol (docs/protocol.md).
+//
+// Like the reference daemon's client, it opens one connection per request, so a client
+// object holds no socket and can be shared between threads freely (every method is
+// thread-safe). Errors are typed so a caller can choose a fallback without parsing strings:
+//   - ConnectionFailed: no daemon at the socket path (not running, wrong path, refused);
+//   - Timeout: no frame from the daemon within the timeout (default 10 s);
+//   - ServerError: the daemon answered with an error code (see server_code);
+//   - IoError: the connection broke or the daemon sent something unreadable.
+#ifndef LLMD_CLIENT_H_
+#define LLMD_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "llmd/result.h"
+
+namespace llmd {
+
+struct ClientError {
+  enum class Kind { kConnectionFailed, kTimeout, kServerError, kIoError };
+  Kind kind = Kind::kIoError;
+  uint32_t server_code = 0;  // the LlmErrorCode, for kServerError
+  std::string message;
+
+  // "ServerError(InvalidPrompt): prompt is empty", "ConnectionFailed: ...".
+  std::string ToString() const;
+};
+
+template <typename T>
+using ClientResult = Result<T, ClientError>;
+
+// Options of a streamed generation; unset fields take the daemon's defaults.
+struct GenerateOptions {
+  std::optional<uint32_t> max_tokens;
+  std::optional<std::string> system;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<uint32_t> top_k;
+  std::optional<float> repeat_penalty;
+  std::optional<uint32_t> seed;
+};
+
+struct Generation {
+  std::string text;
+  uint32_t tokens_generated = 0;
+  // Streams only:
+  uint32_t prompt_tokens = 0;
+  uint32_t cached_tokens = 0;
+  float prefill_ms = 0;
+  float ttft_ms = 0;
+  float decode_ms = 0;
+  std::string finish_reason;  // "stop", "length" or "cancelled"
+};
+
+struct Health {
+  bool model_loaded = false;
+  uint8_t npu_core = 0;
+  float kv_cache_usage = 0;
+};
+
+class LlmClient {
+ public:
+  explicit LlmClient(std::string socket_path,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // The seed's Generate: the whole reply at once.
+  ClientResult<Generation> Generate(std::string_view prompt,
+                                    std::optional<uint32_t> max_tokens = std::nullopt) const;
+
+  // Streams the reply: `on_text` gets each piece of text (whole UTF-8 characters) as it is
+  // generated; returning false closes the connection, which cancels the generation. The
+  // returned Generation has the whole text and the daemon's statistics.
+  ClientResult<Generation> GenerateStream(std::string_view prompt, const GenerateOptions& options,
+                                          const std::function<bool(std::string_view)>& on_text) const;
+
+  ClientResult<Health> HealthCheck() const;
+
+  // Asks the daemon to stop (root only). nullopt when the daemon accepted.
+  std::optional<ClientError> Shutdown() const;
+
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  std::string socket_path_;
+  std::chrono::milliseconds timeout_;
+};
+
+}  // namespace llmd
+
+#endif  // LLMD_CLIENT_H_

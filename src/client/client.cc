@@ -1,0 +1,222 @@
+#include "llmd/client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proto/frame_codec.h"
+#include "proto/messages.h"
+
+namespace llmd {
+namespace {
+
+using Kind = ClientError::Kind;
+
+ClientError Err(Kind kind, std::string message, uint32_t code = 0) {
+  return ClientError{kind, code, std::move(message)};
+}
+
+// One connection for one request.
+class Connection {
+ public:
+  ~Connection() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  std::optional<ClientError> Open(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof addr.sun_path) {
+      return Err(Kind::kConnectionFailed, "socket path too long: " + path);
+    }
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return Err(Kind::kConnectionFailed, std::strerror(errno));
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return Err(Kind::kConnectionFailed, "cannot connect to " + path + ": " + std::strerror(errno));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ClientError> Send(const proto::Request& req, std::chrono::milliseconds timeout) {
+    std::string frame = proto::EncodeFrame(proto::EncodeRequest(req));
+    timeval tv{static_cast<time_t>(timeout.count() / 1000),
+               static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    size_t sent = 0;
+    while (sent < frame.size()) {
+      ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Err(Kind::kTimeout, "sending the request timed out");
+      if (n <= 0) return Err(Kind::kIoError, std::string("send failed: ") + std::strerror(errno));
+      sent += static_cast<size_t>(n);
+    }
+    return std::nullopt;
+  }
+
+  // The next response within `timeout`; a close before it is an IoError (see eof()).
+  ClientResult<proto::Response> Receive(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      if (!pending_.empty()) {
+        auto used = decoder_.Feed(pending_);
+        if (!used.has_value()) return Err(Kind::kIoError, used.error().message());
+        pending_.erase(0, *used);
+      }
+      if (auto frame = decoder_.TakeFrame()) {
+        auto resp = proto::DecodeResponse(*frame);
+        if (!resp.has_value()) return Err(Kind::kIoError, "unreadable response: " + resp.error().message());
+        return *resp;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return Err(Kind::kTimeout, "no response within " + std::to_string(timeout.count()) + " ms");
+      pollfd p{fd_, POLLIN, 0};
+      int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc <= 0) continue;
+      char buf[16384];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Err(Kind::kIoError, std::string("receive failed: ") + std::strerror(errno));
+      if (n == 0) {
+        eof_ = true;
+        return Err(Kind::kIoError, "the daemon closed the connection without answering");
+      }
+      pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  bool eof() const { return eof_; }
+
+ private:
+  int fd_ = -1;
+  proto::FrameDecoder decoder_;
+  std::string pending_;
+  bool eof_ = false;
+};
+
+ClientError ServerError(const proto::Response& r) {
+  return Err(Kind::kServerError, r.text, static_cast<uint32_t>(r.code));
+}
+
+ClientError Unexpected(const proto::Response& r) {
+  return Err(Kind::kIoError, "unexpected response variant " + std::to_string(static_cast<uint32_t>(r.type)));
+}
+
+const char* FinishName(proto::FinishReason f) {
+  switch (f) {
+    case proto::FinishReason::kStop: return "stop";
+    case proto::FinishReason::kLength: return "length";
+    case proto::FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string ClientError::ToString() const {
+  switch (kind) {
+    case Kind::kConnectionFailed: return "ConnectionFailed: " + message;
+    case Kind::kTimeout: return "Timeout: " + message;
+    case Kind::kIoError: return "IoError: " + message;
+    case Kind::kServerError:
+      return "ServerError(" + std::string(proto::ErrorCodeName(static_cast<proto::ErrorCode>(server_code))) +
+             "): " + message;
+  }
+  return message;
+}
+
+LlmClient::LlmClient(std::string socket_path, std::chrono::milliseconds timeout)
+    : socket_path_(std::move(socket_path)), timeout_(timeout) {}
+
+ClientResult<Generation> LlmClient::Generate(std::string_view prompt, std::optional<uint32_t> max_tokens) const {
+  Connection c;
+  if (auto e = c.Open(socket_path_)) return *e;
+  proto::Request req;
+  req.type = proto::Request::Type::kGenerate;
+  req.prompt = std::string(prompt);
+  req.max_tokens = max_tokens;
+  if (auto e = c.Send(req, timeout_)) return *e;
+  auto resp = c.Receive(timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kGenerated) return Unexpected(*resp);
+  Generation g;
+  g.text = std::move(resp->text);
+  g.tokens_generated = resp->tokens_generated;
+  return g;
+}
+
+ClientResult<Generation> LlmClient::GenerateStream(std::string_view prompt, const GenerateOptions& o,
+                                                   const std::function<bool(std::string_view)>& on_text) const {
+  Connection c;
+  if (auto e = c.Open(socket_path_)) return *e;
+  proto::Request req;
+  req.type = proto::Request::Type::kGenerateStream;
+  req.prompt = std::string(prompt);
+  req.max_tokens = o.max_tokens;
+  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed};
+  if (auto e = c.Send(req, timeout_)) return *e;
+  Generation g;
+  while (true) {
+    auto resp = c.Receive(timeout_);
+    if (!resp.has_value()) return resp.error();
+    switch (resp->type) {
+      case proto::Response::Type::kToken:
+        g.text += resp->text;
+        if (on_text && !on_text(resp->text)) {
+          g.finish_reason = "cancelled";
+          return g;  // closing the connection cancels the generation
+        }
+        break;
+      case proto::Response::Type::kDone:
+        g.tokens_generated = resp->tokens_generated;
+        g.prompt_tokens = resp->stats.prompt_tokens;
+        g.cached_tokens = resp->stats.cached_tokens;
+        g.prefill_ms = resp->stats.prefill_ms;
+        g.ttft_ms = resp->stats.ttft_ms;
+        g.decode_ms = resp->stats.decode_ms;
+        g.finish_reason = FinishName(resp->stats.finish_reason);
+        return g;
+      case proto::Response::Type::kError:
+        return ServerError(*resp);
+      default:
+        return Unexpected(*resp);
+    }
+  }
+}
+
+ClientResult<Health> LlmClient::HealthCheck() const {
+  Connection c;
+  if (auto e = c.Open(socket_path_)) return *e;
+  proto::Request req;
+  req.type = proto::Request::Type::kHealthCheck;
+  if (auto e = c.Send(req, timeout_)) return *e;
+  auto resp = c.Receive(timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kHealth) return Unexpected(*resp);
+  return Health{resp->model_loaded, resp->npu_core, resp->kv_cache_usage};
+}
+
+std::optional<ClientError> LlmClient::Shutdown() const {
+  Connection c;
+  if (auto e = c.Open(socket_path_)) return *e;
+  proto::Request req;
+  req.type = proto::Request::Type::kShutdown;
+  if (auto e = c.Send(req, timeout_)) return *e;
+  auto resp = c.Receive(timeout_);
+  if (!resp.has_value()) {
+    // Accepted: the daemon closes the connection without a reply and stops.
+    if (c.eof()) return std::nullopt;
+    return resp.error();
+  }
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  return Unexpected(*resp);
+}
+
+}  // namespace llmd

@@ -1,0 +1,42 @@
+// Clock: time through an interface, so rate limits and deadlines are testable.
+#ifndef LLMD_COMMON_CLOCK_H_
+#define LLMD_COMMON_CLOCK_H_
+
+#include <chrono>
+#include <cstdint>
+
+namespace llmd {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic milliseconds.
+  virtual int64_t NowMs() const = 0;
+};
+
+class RealClock final : public Clock {
+ public:
+  int64_t NowMs() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  static const RealClock& Get() {
+    static const RealClock clock;
+    return clock;
+  }
+};
+
+// A clock tests move by hand.
+class ManualClock final : public Clock {
+ public:
+  int64_t NowMs() const override { return now_ms_; }
+  void Advance(int64_t ms) { now_ms_ += ms; }
+
+ private:
+  int64_t now_ms_ = 1000;
+};
+
+}  // namespace llmd
+
+#endif  // LLMD_COMMON_CLOCK_H_

@@ -1,0 +1,348 @@
+#include "config/config.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+namespace llmd::config {
+namespace {
+
+using Setter = std::function<Status(DaemonConfig&, const std::string&)>;
+
+// One setting: its TOML key, its command-line flags, its environment names (later ones win)
+// and how to parse it.
+struct Key {
+  std::string name;
+  std::vector<std::string> flags;
+  std::vector<std::string> envs;
+  std::string help;
+  Setter set;
+  bool is_bool = false;
+};
+
+Status Bad(const std::string& why) { return InvalidArgumentError(why); }
+
+template <typename T>
+Status ParseInt(const std::string& s, T* out, long long lo, long long hi) {
+  long long v;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return Bad("not an integer");
+  if (v < lo || v > hi) {
+    return Bad("must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = static_cast<T>(v);
+  return Status::Ok();
+}
+
+Status ParseFloat(const std::string& s, float* out, float lo, float hi, const char* range) {
+  char* end = nullptr;
+  float v = std::strtof(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return Bad("not a number");
+  if (!std::isfinite(v) || v < lo || v > hi) return Bad(std::string("must be in ") + range);
+  *out = v;
+  return Status::Ok();
+}
+
+Status ParseBool(const std::string& s, bool* out) {
+  if (s == "true" || s == "1" || s == "yes" || s == "on") *out = true;
+  else if (s == "false" || s == "0" || s == "no" || s == "off") *out = false;
+  else return Bad("not a boolean (true or false)");
+  return Status::Ok();
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Setter U32(uint32_t DaemonConfig::*field, long long lo, long long hi) {
+  return [=](DaemonConfig& c, const std::string& v) { return ParseInt(v, &(c.*field), lo, hi); };
+}
+Setter Str(std::string DaemonConfig::*field) {
+  return [=](DaemonConfig& c, const std::string& v) { c.*field = v; return Status::Ok(); };
+}
+Setter IdList(std::vector<uint32_t> DaemonConfig::*field) {
+  return [=](DaemonConfig& c, const std::string& v) {
+    (c.*field).clear();
+    for (const auto& item : SplitList(v)) {
+      uint32_t id;
+      LLMD_RETURN_IF_ERROR(ParseInt(item, &id, 0, 0xFFFFFFFE));
+      (c.*field).push_back(id);
+    }
+    return Status::Ok();
+  };
+}
+
+const std::vector<Key>& Keys() {
+  static const std::vector<Key> keys = {
+      {"model_path", {"--model", "-m", "--model-path"}, {"PORTAL_LLM_MODEL_PATH", "LLMD_MODEL_PATH"},
+       "GGUF model file (required)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.empty()) return Bad("must not be empty");
+         c.engine.model_path = v;
+         return Status::Ok();
+       }},
+      {"socket_path", {"--socket", "--socket-path"}, {"PORTAL_LLM_SOCKET_PATH", "LLMD_SOCKET_PATH"},
+       "Unix socket to listen on (default /run/llmd/llm.sock)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.empty() || v.size() > 107) return Bad("must be 1..107 bytes (sun_path)");
+         c.socket_path = v;
+         return Status::Ok();
+       }},
+      {"socket_mode", {"--socket-mode"}, {"LLMD_SOCKET_MODE"}, "0600 (owner only) or 0660 (and the socket group)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v == "0600" || v == "600") c.socket_mode = 0600;
+         else if (v == "0660" || v == "660") c.socket_mode = 0660;
+         else return Bad("must be 0600 or 0660");
+         return Status::Ok();
+       }},
+      {"socket_group", {"--socket-group"}, {"LLMD_SOCKET_GROUP"}, "Group that owns the socket (name or gid)",
+       Str(&DaemonConfig::socket_group)},
+      {"allowed_uids", {"--allow-uid"}, {"LLMD_ALLOWED_UIDS"},
+       "Comma-separated UIDs that may connect (default: the daemon's own and root)",
+       IdList(&DaemonConfig::allowed_uids)},
+      {"allowed_gids", {"--allow-gid"}, {"LLMD_ALLOWED_GIDS"}, "Comma-separated GIDs that may connect",
+       IdList(&DaemonConfig::allowed_gids)},
+      {"max_connections", {"--max-connections"}, {"LLMD_MAX_CONNECTIONS"}, "Connections served at once",
+       U32(&DaemonConfig::max_connections, 1, 1024)},
+      {"admission_wait_ms", {"--admission-wait-ms"}, {"LLMD_ADMISSION_WAIT_MS"},
+       "How long a connection over the cap waits for a slot before Busy",
+       U32(&DaemonConfig::admission_wait_ms, 0, 60000)},
+      {"rate_limit", {"--rate-limit"}, {"LLMD_RATE_LIMIT"}, "Requests per second per peer UID",
+       U32(&DaemonConfig::rate_limit, 1, 1000000)},
+      {"frame_timeout_ms", {"--frame-timeout-ms"}, {"LLMD_FRAME_TIMEOUT_MS"},
+       "Deadline to receive a whole frame once it has started",
+       U32(&DaemonConfig::frame_timeout_ms, 10, 3600000)},
+      {"idle_timeout_ms", {"--idle-timeout-ms"}, {"LLMD_IDLE_TIMEOUT_MS"},
+       "Deadline for the next request on an open connection",
+       U32(&DaemonConfig::idle_timeout_ms, 10, 3600000)},
+      {"write_timeout_ms", {"--write-timeout-ms"}, {"LLMD_WRITE_TIMEOUT_MS"},
+       "Deadline for a peer to take a frame we send",
+       U32(&DaemonConfig::write_timeout_ms, 10, 3600000)},
+      {"request_timeout_ms", {"--request-timeout-ms"}, {"LLMD_REQUEST_TIMEOUT_MS"},
+       "Deadline for a whole generation", U32(&DaemonConfig::request_timeout_ms, 10, 86400000)},
+      {"queue_depth", {"--queue-depth"}, {"LLMD_QUEUE_DEPTH"}, "Requests that may wait for the engine",
+       U32(&DaemonConfig::queue_depth, 1, 4096)},
+      {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseInt(v, &c.engine.context_tokens, 1, 1 << 24);
+       }},
+      {"max_new_tokens", {"--max-new-tokens"}, {"LLMD_MAX_NEW_TOKENS"},
+       "Default and largest max_tokens of a request", U32(&DaemonConfig::max_new_tokens, 1, 4096)},
+      {"temperature", {"--temperature"}, {"LLMD_TEMPERATURE"}, "Default sampling temperature; 0 is greedy",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseFloat(v, &c.sampling.temperature, 0, 2, "[0, 2]");
+       }},
+      {"top_p", {"--top-p"}, {"LLMD_TOP_P"}, "Default nucleus sampling threshold",
+       [](DaemonConfig& c, const std::string& v) { return ParseFloat(v, &c.sampling.top_p, 0, 1, "[0, 1]"); }},
+      {"top_k", {"--top-k"}, {"LLMD_TOP_K"}, "Default top-k limit",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.sampling.top_k, 1, 1 << 20); }},
+      {"repeat_penalty", {"--repeat-penalty"}, {"LLMD_REPEAT_PENALTY"}, "Default repetition penalty",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseFloat(v, &c.sampling.repeat_penalty, 1, 100, "[1, 100]");
+       }},
+      {"system_prompt", {"--system-prompt"}, {"LLMD_SYSTEM_PROMPT"}, "System prompt for requests that set none",
+       Str(&DaemonConfig::system_prompt)},
+      {"content_safety_check", {"--content-safety-check"}, {"LLMD_CONTENT_SAFETY_CHECK"},
+       "Sanitize user input as the reference daemon does",
+       [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.content_safety_check); }, true},
+      {"threads", {"--threads", "-t"}, {"LLMD_THREADS"}, "CPU threads (0: all online CPUs)",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.threads, 0, 1024); }},
+      {"batch_tokens", {"--batch-tokens"}, {"LLMD_BATCH_TOKENS"}, "Prompt tokens per decode call",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.batch_tokens, 1, 65536); }},
+      {"devices", {"--device"}, {"LLMD_DEVICES"}, "Comma-separated ggml devices (default: CPU)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.devices = SplitList(v);
+         return Status::Ok();
+       }},
+      {"gpu_layers", {"--gpu-layers"}, {"LLMD_GPU_LAYERS"}, "Layers offloaded to the devices (-1: all)",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.gpu_layers, -1, 100000); }},
+      {"use_mmap", {"--mmap"}, {"LLMD_USE_MMAP"}, "Map the model file instead of reading it",
+       [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.engine.use_mmap); }, true},
+      {"flash_attention", {"--flash-attention"}, {"LLMD_FLASH_ATTENTION"}, "auto, on or off",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "auto" && v != "on" && v != "off") return Bad("must be auto, on or off");
+         c.engine.flash_attention = v;
+         return Status::Ok();
+       }},
+      {"kv_cache_type", {"--kv-cache-type"}, {"LLMD_KV_CACHE_TYPE"}, "f16, q8_0, q4_0, ...",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.kv_cache_type = v;
+         return Status::Ok();
+       }},
+      {"log_level", {"--log-level"}, {"PORTAL_LLM_LOG_LEVEL", "LLMD_LOG_LEVEL"}, "debug, info, warn or error",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "debug" && v != "info" && v != "warn" && v != "error") {
+           return Bad("must be debug, info, warn or error");
+         }
+         c.log_level = v;
+         return Status::Ok();
+       }},
+      {"log_text", {"--log-text"}, {"LLMD_LOG_TEXT"}, "Log prompt and output text (debugging only)",
+       [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.log_text); }, true},
+  };
+  return keys;
+}
+
+const Key* FindFlag(const std::string& flag) {
+  for (const auto& k : Keys()) {
+    for (const auto& f : k.flags) {
+      if (f == flag) return &k;
+    }
+  }
+  return nullptr;
+}
+
+Status Apply(DaemonConfig& c, const Key& key, const std::string& value, const std::string& source) {
+  Status s = key.set(c, value);
+  if (s.ok()) return s;
+  return InvalidArgumentError(key.name + " = " + value + " (from " + source + "): " + s.message());
+}
+
+std::string TomlValueText(const toml::node& node) {
+  if (auto s = node.value<std::string>()) return *s;
+  if (node.is_integer()) return std::to_string(*node.value<int64_t>());
+  if (node.is_floating_point()) {
+    std::ostringstream os;
+    os << *node.value<double>();
+    return os.str();
+  }
+  if (auto b = node.value<bool>()) return *b ? "true" : "false";
+  if (const auto* arr = node.as_array()) {
+    std::string out;
+    for (const auto& item : *arr) out += (out.empty() ? "" : ",") + TomlValueText(item);
+    return out;
+  }
+  return {};
+}
+
+Status ApplyToml(DaemonConfig& c, const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << path << ":" << e.source().begin.line << ": " << e.description();
+    return InvalidArgumentError("config file " + os.str());
+  }
+  for (const auto& [k, node] : table) {
+    std::string name(k.str());
+    const Key* key = nullptr;
+    for (const auto& candidate : Keys()) {
+      if (candidate.name == name) key = &candidate;
+    }
+    if (key == nullptr) return InvalidArgumentError("config file " + path + ": unknown key '" + name + "'");
+    LLMD_RETURN_IF_ERROR(Apply(c, *key, TomlValueText(node), path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string HelpText() {
+  std::ostringstream os;
+  os << "llmd: an on-device LLM daemon. Loads a GGUF model once and serves local programs on a\n"
+        "Unix socket (the reference daemon's protocol; see docs/protocol.md).\n\n"
+        "usage: llmd --model PATH [options]\n\n"
+        "Settings come from, in increasing precedence: defaults, the TOML file given by\n"
+        "--config (or LLMD_CONFIG), the command line, then the environment.\n\n"
+        "  --config PATH            TOML file with any of the keys below\n"
+        "  --list-devices           print the ggml devices this build can use, then exit\n"
+        "  -h, --help               this text\n"
+        "  --version                the version\n\n";
+  for (const auto& k : Keys()) {
+    std::string flags;
+    for (const auto& f : k.flags) flags += (flags.empty() ? "" : ", ") + f;
+    flags += k.is_bool ? " [BOOL]" : " VALUE";
+    os << "  " << flags;
+    for (size_t pad = flags.size(); pad < 36; ++pad) os << ' ';
+    os << " " << k.help << "\n";
+    os << std::string(40, ' ') << "key " << k.name << ", env " << k.envs.back() << "\n";
+  }
+  return os.str();
+}
+
+Status Validate(const DaemonConfig& c) {
+  if (c.engine.model_path.empty()) return InvalidArgumentError("model_path is required (--model PATH)");
+  if (Status s = c.sampling.Validate(); !s.ok()) return s;
+  return Status::Ok();
+}
+
+Result<ParsedConfig> ParseConfig(const ConfigSources& sources) {
+  ParsedConfig parsed;
+  // The TOML file comes first in precedence order, so find it before anything else.
+  std::string config_file;
+  if (auto it = sources.env.find("LLMD_CONFIG"); it != sources.env.end()) config_file = it->second;
+  for (size_t i = 0; i < sources.args.size(); ++i) {
+    const std::string& a = sources.args[i];
+    if (a == "--config" && i + 1 < sources.args.size()) config_file = sources.args[i + 1];
+    if (a.starts_with("--config=")) config_file = a.substr(9);
+  }
+  if (!config_file.empty()) {
+    LLMD_RETURN_IF_ERROR(ApplyToml(parsed.config, config_file));
+    parsed.config_file = config_file;
+  }
+
+  for (size_t i = 0; i < sources.args.size(); ++i) {
+    std::string arg = sources.args[i];
+    if (arg == "-h" || arg == "--help") {
+      parsed.exit_now = true;
+      parsed.output = HelpText();
+      return parsed;
+    }
+    if (arg == "--version") {
+      parsed.exit_now = true;
+      parsed.output = "llmd " LLMD_VERSION "\n";
+      return parsed;
+    }
+    if (arg == "--list-devices") {
+      parsed.list_devices = true;
+      continue;
+    }
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (arg == "--config") {
+      if (!has_value) ++i;
+      continue;
+    }
+    const Key* key = FindFlag(arg);
+    if (key == nullptr) return InvalidArgumentError("unknown option '" + arg + "' (see llmd --help)");
+    if (!has_value) {
+      const bool more = i + 1 < sources.args.size();
+      if (key->is_bool) {
+        bool explicit_value = more && (sources.args[i + 1] == "true" || sources.args[i + 1] == "false");
+        value = explicit_value ? sources.args[++i] : "true";
+      } else if (more) {
+        value = sources.args[++i];
+      } else {
+        return InvalidArgumentError("option '" + arg + "' needs a value");
+      }
+    }
+    LLMD_RETURN_IF_ERROR(Apply(parsed.config, *key, value, "the command line, " + arg));
+  }
+
+  for (const auto& key : Keys()) {
+    for (const auto& env : key.envs) {
+      if (auto it = sources.env.find(env); it != sources.env.end()) {
+        LLMD_RETURN_IF_ERROR(Apply(parsed.config, key, it->second, "the environment, " + env));
+      }
+    }
+  }
+  if (!parsed.list_devices) LLMD_RETURN_IF_ERROR(Validate(parsed.config));
+  return parsed;
+}
+
+}  // namespace llmd::config

@@ -1,0 +1,73 @@
+// DaemonConfig: every setting of the llmd daemon, and how it is assembled from four layers
+// in increasing precedence: compiled defaults -> TOML file -> command line -> environment
+// (the reference daemon's order). docs/config.md lists every key.
+#ifndef LLMD_CONFIG_CONFIG_H_
+#define LLMD_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/types.h"
+#include "llmd/result.h"
+
+namespace llmd::config {
+
+struct DaemonConfig {
+  engine::EngineConfig engine;       // model_path, max_context_len, threads, ...
+  engine::SamplingParams sampling;   // defaults for requests that do not set them
+  uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)
+  std::string system_prompt = "You are a helpful assistant. Answer briefly.";
+  bool content_safety_check = true;  // sanitize user input (seed 000's sanitize_user_input)
+
+  std::string socket_path = "/run/llmd/llm.sock";
+  uint32_t socket_mode = 0600;       // 0600 or 0660
+  std::string socket_group;          // group owning the socket (name or gid); empty: ours
+  std::vector<uint32_t> allowed_uids;  // empty: the daemon's uid and root
+  std::vector<uint32_t> allowed_gids;
+
+  uint32_t max_connections = 4;      // served at once
+  uint32_t admission_wait_ms = 1000; // how long a connection over the cap may wait for a slot
+  uint32_t rate_limit = 100;         // requests per second per peer UID (burst the same)
+  uint32_t frame_timeout_ms = 10000; // to receive a whole frame once it has started
+  uint32_t idle_timeout_ms = 30000;  // between requests on one connection
+  uint32_t write_timeout_ms = 10000; // for a peer to accept a frame we send
+  uint32_t request_timeout_ms = 300000;  // a whole generation
+  uint32_t queue_depth = 16;         // requests waiting for the engine
+
+  std::string log_level = "info";    // debug, info, warn, error
+  bool log_text = false;             // log prompts and outputs (debug only)
+};
+
+// Where values come from, for tests and main().
+struct ConfigSources {
+  std::vector<std::string> args;               // argv without the program name
+  std::map<std::string, std::string> env;      // the environment
+};
+
+// The result of parsing: either a config to run with, or a request to print something and
+// exit (--help, --version, --list-devices) with `exit_code`.
+struct ParsedConfig {
+  DaemonConfig config;
+  std::string config_file;  // the TOML file used, if any
+  bool exit_now = false;
+  int exit_code = 0;
+  std::string output;       // what to print when exit_now
+  bool list_devices = false;
+};
+
+// Builds the config from the layers. A bad value, an unknown key or flag, or an unreadable
+// config file is an InvalidArgument error whose message names the key and the source
+// ("temperature = 3 (from the environment, LLMD_TEMPERATURE): must be in [0, 2]").
+Result<ParsedConfig> ParseConfig(const ConfigSources& sources);
+
+// Checks the ranges (the seed's table plus llmd's own keys).
+Status Validate(const DaemonConfig& config);
+
+// The --help text.
+std::string HelpText();
+
+}  // namespace llmd::config
+
+#endif  // LLMD_CONFIG_CONFIG_H_

@@ -1,0 +1,276 @@
+#include "daemon/connection_handler.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/utf8.h"
+#include "transport/frame_connection.h"
+
+namespace llmd::daemon {
+namespace {
+
+using proto::ErrorCode;
+using proto::Request;
+using proto::Response;
+using transport::FrameConnection;
+
+// Keeps a reply frame under the 64 KiB limit, cutting text at a character boundary.
+std::string EncodeBounded(Response r) {
+  std::string payload = proto::EncodeResponse(r);
+  if (payload.size() <= proto::kMaxFrameBytes) return payload;
+  size_t excess = payload.size() - proto::kMaxFrameBytes;
+  size_t keep = r.text.size() > excess ? r.text.size() - excess : 0;
+  while (keep > 0 && (static_cast<unsigned char>(r.text[keep]) & 0xC0) == 0x80) --keep;
+  r.text.resize(keep);
+  return proto::EncodeResponse(r);
+}
+
+class Handler {
+ public:
+  Handler(int fd, const transport::PeerCred& peer, ServerContext& ctx)
+      : conn_(fd), peer_(peer), ctx_(ctx), config_(ctx.config()) {}
+
+  void Serve() {
+    while (!ctx_.stopping.load()) {
+      auto r = conn_.ReadFrame(static_cast<int>(config_->idle_timeout_ms),
+                               static_cast<int>(config_->frame_timeout_ms), &ctx_.stopping);
+      using O = FrameConnection::Outcome;
+      if (r.outcome == O::kFrame) {
+        if (!Handle(r.payload)) return;
+        continue;
+      }
+      if (r.outcome == O::kProtocolError) {
+        // The stream is out of sync: say why, then close.
+        Send(Response::Error(ErrorCode::kInvalidPrompt, r.error.message()));
+      }
+      if (r.outcome != O::kClosed && r.outcome != O::kStopped) {
+        Log(LogLevel::kInfo, "connection_closed",
+            {{"uid", std::to_string(peer_.uid)}, {"reason", std::string(transport::OutcomeName(r.outcome))},
+             {"detail", r.error.message()}});
+      }
+      return;
+    }
+  }
+
+ private:
+  bool Send(const Response& r) {
+    Status s = conn_.WriteFrame(EncodeBounded(r), static_cast<int>(config_->write_timeout_ms));
+    if (!s.ok()) {
+      Log(LogLevel::kInfo, "write_failed", {{"uid", std::to_string(peer_.uid)}, {"reason", s.message()}});
+    }
+    return s.ok();
+  }
+
+  bool SendError(const Status& s, bool seed) {
+    return Send(Response::Error(WireCode(s, seed), s.message()));
+  }
+
+  // Returns false when the connection must close.
+  bool Handle(const std::string& payload) {
+    auto decoded = proto::DecodeRequest(payload);
+    if (!decoded.has_value()) {
+      const Status& e = decoded.error();
+      ErrorCode code = e.code() == StatusCode::kUnimplemented ? ErrorCode::kUnsupported
+                                                               : ErrorCode::kInvalidPrompt;
+      return Send(Response::Error(code, "bad request: " + e.message()));
+    }
+    Request& req = *decoded;
+    const bool seed = req.is_seed_request();
+    if (int64_t wait_ms = ctx_.rate_limiter->Acquire(peer_.uid); wait_ms > 0) {
+      return SendError(
+          ResourceExhaustedError("rate limited, retry after " + std::to_string(wait_ms) + " ms"), seed);
+    }
+    switch (req.type) {
+      case Request::Type::kHealthCheck: {
+        sched::HealthSnapshot h = ctx_.worker->health();
+        Response r;
+        r.type = Response::Type::kHealth;
+        r.model_loaded = h.model_loaded;
+        r.npu_core = h.device_index;
+        r.kv_cache_usage = h.kv_cache_usage;
+        return Send(r);
+      }
+      case Request::Type::kShutdown:
+        if (!transport::AccessPolicy::MayAdminister(peer_)) {
+          Log(LogLevel::kWarn, "shutdown_denied", {{"uid", std::to_string(peer_.uid)}});
+          return Send(Response::Error(ErrorCode::kPermissionDenied, "only root may shut the daemon down"));
+        }
+        Log(LogLevel::kInfo, "shutdown_requested", {{"uid", std::to_string(peer_.uid)}});
+        ctx_.shutdown_requested.store(true);
+        return false;  // no reply: the connection closes and the daemon stops
+      case Request::Type::kGenerate:
+      case Request::Type::kGenerateStream:
+        return Generate(req);
+    }
+    return false;
+  }
+
+  Result<sched::Job> MakeJob(const Request& req) const {
+    const config::DaemonConfig& c = *config_;
+    sched::Job job;
+    job.system = req.params.system.value_or(c.system_prompt);
+    job.user = req.prompt;
+    if (job.user.empty() || std::all_of(job.user.begin(), job.user.end(), [](char ch) {
+          return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+        })) {
+      return InvalidArgumentError("prompt is empty");
+    }
+    uint32_t max_tokens = req.max_tokens.value_or(c.max_new_tokens);
+    if (max_tokens == 0) return InvalidArgumentError("max_tokens must be >= 1");
+    job.options.max_tokens = static_cast<int32_t>(std::min(max_tokens, c.max_new_tokens));
+    job.options.sampling = c.sampling;
+    const auto& p = req.params;
+    if (p.temperature) job.options.sampling.temperature = *p.temperature;
+    if (p.top_p) job.options.sampling.top_p = *p.top_p;
+    if (p.top_k) job.options.sampling.top_k = static_cast<int32_t>(std::min<uint32_t>(*p.top_k, 1u << 20));
+    if (p.repeat_penalty) job.options.sampling.repeat_penalty = *p.repeat_penalty;
+    if (p.seed) job.options.sampling.seed = *p.seed;
+    LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
+    job.stream = req.type == Request::Type::kGenerateStream;
+    job.channel = std::make_shared<sched::JobChannel>();
+    return job;
+  }
+
+  bool Generate(const Request& req) {
+    const bool seed = req.is_seed_request();
+    auto job = MakeJob(req);
+    if (!job.has_value()) return SendError(job.error(), seed);
+    auto channel = job->channel;
+    const bool stream = job->stream;
+    if (config_->log_text) Log(LogLevel::kDebug, "prompt", {{"text", req.prompt}});
+    if (Status s = ctx_.worker->Submit(std::move(*job)); !s.ok()) return SendError(s, seed);
+
+    const int64_t deadline = RealClock::Get().NowMs() + config_->request_timeout_ms;
+    uint32_t streamed = 0;
+    while (true) {
+      pollfd fds[2] = {{channel->event_fd(), POLLIN, 0}, {conn_.fd(), 0, 0}};
+      ::poll(fds, 2, 100);
+      if (fds[1].revents & (POLLHUP | POLLERR)) {  // the peer is gone: stop generating
+        channel->Cancel();
+        Log(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
+        Drain(*channel);
+        return false;
+      }
+      if (RealClock::Get().NowMs() > deadline) {
+        channel->Cancel();
+        Drain(*channel);
+        return SendError(DeadlineExceededError("generation exceeded request_timeout_ms"), seed);
+      }
+      while (auto ev = channel->TryPop()) {
+        switch (ev->type) {
+          case sched::JobEvent::Type::kText: {
+            Response tok;
+            tok.type = Response::Type::kToken;
+            tok.text = std::move(ev->text);
+            ++streamed;
+            if (!Send(tok)) {  // the peer stopped reading or left: cancel, free the slot
+              channel->Cancel();
+              Drain(*channel);
+              return false;
+            }
+            break;
+          }
+          case sched::JobEvent::Type::kError:
+            if (ctx_.stopping.load()) {
+              SendError(UnavailableError("the daemon is shutting down"), seed);
+              return false;
+            }
+            return SendError(ev->error, seed);
+          case sched::JobEvent::Type::kDone:
+            return Finish(ev->completion, stream, seed);
+        }
+      }
+    }
+  }
+
+  bool Finish(const engine::Completion& c, bool stream, bool seed) {
+    const auto& st = c.stats;
+    Log(LogLevel::kDebug, "generated",
+        {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
+         {"cached_tokens", std::to_string(st.cached_tokens)}, {"tokens", std::to_string(st.generated_tokens)},
+         {"ttft_ms", std::to_string(st.ttft_ms)}, {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
+    if (config_->log_text) Log(LogLevel::kDebug, "output", {{"text", c.text}});
+    if (st.finish_reason == engine::FinishReason::kCancelled && ctx_.stopping.load()) {
+      SendError(UnavailableError("the daemon is shutting down"), seed);
+      return false;
+    }
+    Response r;
+    if (stream) {
+      r.type = Response::Type::kDone;
+      r.tokens_generated = static_cast<uint32_t>(st.generated_tokens);
+      r.stats = {static_cast<uint32_t>(st.prompt_tokens), static_cast<uint32_t>(st.cached_tokens),
+                 static_cast<float>(st.prefill_ms), static_cast<float>(st.ttft_ms),
+                 static_cast<float>(st.decode_ms),
+                 static_cast<proto::FinishReason>(static_cast<uint32_t>(st.finish_reason))};
+    } else {
+      r.type = Response::Type::kGenerated;
+      r.text = c.text;
+      r.tokens_generated = static_cast<uint32_t>(st.generated_tokens);
+    }
+    return Send(r);
+  }
+
+  // Waits for a cancelled job's final event so the engine is done with it.
+  static void Drain(sched::JobChannel& ch) {
+    while (true) {
+      pollfd p{ch.event_fd(), POLLIN, 0};
+      ::poll(&p, 1, 100);
+      while (auto ev = ch.TryPop()) {
+        if (ev->type != sched::JobEvent::Type::kText) return;
+      }
+    }
+  }
+
+  FrameConnection conn_;
+  transport::PeerCred peer_;
+  ServerContext& ctx_;
+  std::shared_ptr<const config::DaemonConfig> config_;
+};
+
+}  // namespace
+
+proto::ErrorCode WireCode(const Status& s, bool seed) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+      if (!seed && s.message().starts_with("prompt too long")) return ErrorCode::kContextOverflow;
+      return ErrorCode::kInvalidPrompt;
+    case StatusCode::kResourceExhausted:
+      if (seed) return ErrorCode::kInternalError;
+      return s.message().starts_with("rate limited") ? ErrorCode::kRateLimited : ErrorCode::kBusy;
+    case StatusCode::kUnavailable:
+      if (s.message().find("shutting down") != std::string::npos) {
+        return seed ? ErrorCode::kGenerationFailed : ErrorCode::kShuttingDown;
+      }
+      return ErrorCode::kModelNotLoaded;
+    case StatusCode::kDeadlineExceeded: return ErrorCode::kTimeout;
+    case StatusCode::kCancelled: return seed ? ErrorCode::kGenerationFailed : ErrorCode::kCancelled;
+    case StatusCode::kUnimplemented: return seed ? ErrorCode::kInternalError : ErrorCode::kUnsupported;
+    case StatusCode::kInternal:
+    case StatusCode::kCorruption: return ErrorCode::kGenerationFailed;
+    default: return ErrorCode::kInternalError;
+  }
+}
+
+void ServeConnection(int fd, const transport::PeerCred& peer, ServerContext& ctx) {
+  Handler(fd, peer, ctx).Serve();
+}
+
+void RefuseBusy(int fd, const std::string& why) {
+  FrameConnection conn(fd);
+  // Only what already arrived: never wait on a connection we are refusing.
+  auto r = conn.ReadFrame(0, 0, nullptr);
+  if (r.outcome == FrameConnection::Outcome::kFrame) {
+    auto req = proto::DecodeRequest(r.payload);
+    bool seed = !req.has_value() || req->is_seed_request();
+    (void)conn.WriteFrame(proto::EncodeResponse(Response::Error(
+                        seed ? ErrorCode::kInternalError : ErrorCode::kBusy, why)),
+                    100);
+  }
+}
+
+}  // namespace llmd::daemon

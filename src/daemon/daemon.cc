@@ -1,0 +1,259 @@
+#include "daemon/daemon.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "daemon/connection_handler.h"
+#include "daemon/sd_notify.h"
+#include "engine/llama/llama_engine.h"
+
+namespace llmd::daemon {
+namespace {
+
+constexpr size_t kMaxWaiting = 64;  // connections over the cap that may wait for a slot
+
+std::string Ms(double ms) { return std::to_string(static_cast<long long>(ms)); }
+
+// Loads and warms up an engine: the first decode allocates the compute graph, so do it
+// before saying ready rather than on the first client's time.
+Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c) {
+  auto engine = engine::NewLlamaEngine();
+  Log(LogLevel::kInfo, "loading_model", {{"path", c.engine.model_path}});
+  LLMD_RETURN_IF_ERROR(engine->Load(c.engine));
+  engine::GenerateOptions warm;
+  warm.max_tokens = 1;
+  warm.sampling = engine::SamplingParams::Greedy();
+  auto r = engine->Generate(c.system_prompt, "Hello", warm);
+  if (!r.has_value()) return r.error().WithContext("warm-up failed");
+  engine->Reset();
+  return engine;
+}
+
+}  // namespace
+
+void BlockSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+Daemon::Daemon(config::ParsedConfig parsed, config::ConfigSources sources)
+    : parsed_(std::move(parsed)), sources_(std::move(sources)) {}
+
+Daemon::~Daemon() {
+  if (reload_thread_.joinable()) reload_thread_.join();
+}
+
+Status Daemon::Start() {
+  const config::DaemonConfig& c = parsed_.config;
+  auto started = RealClock::Get().NowMs();
+  LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(c));
+  engine::ModelInfo info = engine->model_info();
+  Log(LogLevel::kInfo, "model_loaded",
+      {{"model", info.description}, {"load_ms", Ms(engine->last_stats().load_ms)},
+       {"context", std::to_string(info.context_tokens)},
+       {"template", info.has_chat_template ? "model" : "chatml"}});
+
+  ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
+  worker_ = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth);
+  rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
+  policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
+  ctx_.worker = worker_.get();
+  ctx_.rate_limiter = rate_limiter_.get();
+
+  transport::ListenOptions lo;
+  lo.path = c.socket_path;
+  lo.mode = c.socket_mode;
+  lo.group = c.socket_group;
+  LLMD_ASSIGN_OR_RETURN(listener_, transport::UnixListener::Open(lo));
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+
+  double ready_ms = static_cast<double>(RealClock::Get().NowMs() - started);
+  Log(LogLevel::kInfo, "ready",
+      {{"socket", listener_->path()}, {"systemd_socket", listener_->from_systemd() ? "yes" : "no"},
+       {"ready_ms", Ms(ready_ms)}, {"max_connections", std::to_string(c.max_connections)}});
+  Notify("READY=1\nSTATUS=serving " + info.description + " on " + listener_->path());
+  return Status::Ok();
+}
+
+int Daemon::Run() {
+  if (Status s = Start(); !s.ok()) {
+    Log(LogLevel::kError, "startup_failed", {{"error", s.ToString()}});
+    Notify("STATUS=startup failed: " + s.message());
+    if (worker_) worker_->Stop();
+    ctx_.stopping = true;
+    if (accept_thread_.joinable()) accept_thread_.join();
+    return 1;
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  const int64_t watchdog_ms = WatchdogIntervalMs();
+  while (!ctx_.shutdown_requested.load()) {
+    timespec tick{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      Log(LogLevel::kInfo, "signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      break;
+    }
+    if (sig == SIGHUP) Reload();
+    // The watchdog pings only while the engine thread shows progress, so a hung engine
+    // (not just a live accept loop) gets the daemon restarted.
+    if (watchdog_ms > 0 && RealClock::Get().NowMs() - worker_->last_progress_ms() < watchdog_ms / 2) {
+      Notify("WATCHDOG=1");
+    }
+  }
+  Shutdown();
+  return 0;
+}
+
+void Daemon::AcceptLoop() {
+  LogRateLimiter reject_log(1000);
+  while (!ctx_.stopping.load()) {
+    pollfd p{listener_->fd(), POLLIN, 0};
+    int rc = ::poll(&p, 1, 100);
+    {
+      // Hand freed slots to waiting connections; refuse those that waited too long.
+      std::deque<Waiting> expired;
+      std::vector<Waiting> admitted;
+      {
+        std::lock_guard<std::mutex> lock(slots_mu_);
+        const int64_t now = RealClock::Get().NowMs();
+        while (!waiting_.empty() && active_ < ctx_.config()->max_connections) {
+          admitted.push_back(waiting_.front());
+          waiting_.pop_front();
+          ++active_;
+        }
+        while (!waiting_.empty() && waiting_.front().deadline_ms <= now) {
+          expired.push_back(waiting_.front());
+          waiting_.pop_front();
+        }
+      }
+      for (auto& w : admitted) StartHandler(w.fd, w.peer);
+      for (auto& w : expired) {
+        RefuseBusy(w.fd, "busy: all " + std::to_string(ctx_.config()->max_connections) +
+                             " connections are in use; retry with backoff");
+      }
+    }
+    if (rc <= 0 || !(p.revents & POLLIN)) continue;
+    int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) ::usleep(50 * 1000);  // let handlers finish
+      continue;
+    }
+    // Authentication happens before a single byte is read.
+    auto peer = transport::GetPeerCred(fd);
+    if (!peer.has_value() || !policy_->Allows(*peer)) {
+      long suppressed = 0;
+      if (reject_log.Allow(&suppressed)) {
+        Log(LogLevel::kWarn, "peer_rejected",
+            {{"uid", peer.has_value() ? std::to_string(peer->uid) : "?"},
+             {"pid", peer.has_value() ? std::to_string(peer->pid) : "?"},
+             {"suppressed", std::to_string(suppressed)}});
+      }
+      ::close(fd);
+      continue;
+    }
+    Admit(fd, *peer);
+  }
+}
+
+void Daemon::Admit(int fd, const transport::PeerCred& peer) {
+  auto c = ctx_.config();
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    if (active_ < c->max_connections) {
+      ++active_;
+    } else if (waiting_.size() < kMaxWaiting && c->admission_wait_ms > 0) {
+      waiting_.push_back({fd, peer, RealClock::Get().NowMs() + c->admission_wait_ms});
+      return;
+    } else {
+      fd = -fd - 1;  // refuse below, outside the lock
+    }
+  }
+  if (fd < 0) {
+    RefuseBusy(-fd - 1, "busy: too many connections waiting; retry with backoff");
+    return;
+  }
+  StartHandler(fd, peer);
+}
+
+void Daemon::StartHandler(int fd, const transport::PeerCred& peer) {
+  std::thread([this, fd, peer] {
+    ServeConnection(fd, peer, ctx_);
+    HandlerDone();
+  }).detach();
+}
+
+void Daemon::HandlerDone() {
+  std::lock_guard<std::mutex> lock(slots_mu_);
+  --active_;
+  slots_cv_.notify_all();
+}
+
+void Daemon::Reload() {
+  if (reload_thread_.joinable()) reload_thread_.join();
+  Notify("RELOADING=1");
+  Log(LogLevel::kInfo, "reloading");
+  // Load beside the serving engine; swap only when the new one is ready.
+  reload_thread_ = std::thread([this] {
+    auto parsed = config::ParseConfig(sources_);
+    Status status;
+    if (!parsed.has_value()) {
+      status = parsed.error();
+    } else {
+      auto engine = LoadEngine(parsed->config);
+      if (engine.has_value()) {
+        worker_->SwapEngine(std::move(*engine));
+        ctx_.set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
+      } else {
+        status = engine.error();
+      }
+    }
+    if (status.ok()) {
+      Log(LogLevel::kInfo, "reloaded", {{"model", parsed->config.engine.model_path}});
+    } else {
+      Log(LogLevel::kError, "reload_failed", {{"error", status.ToString()}, {"keeping", "the current model"}});
+    }
+    Notify("READY=1");
+  });
+}
+
+void Daemon::Shutdown() {
+  Notify("STOPPING=1");
+  Log(LogLevel::kInfo, "stopping");
+  ctx_.stopping = true;
+  if (accept_thread_.joinable()) accept_thread_.join();
+  listener_->Close();  // no new connections; the socket node is gone
+  worker_->Stop();     // in-flight and queued requests get their final frame
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    for (auto& w : waiting_) ::close(w.fd);
+    waiting_.clear();
+  }
+  // Handlers finish within their write deadline.
+  std::unique_lock<std::mutex> lock(slots_mu_);
+  const auto limit = std::chrono::milliseconds(ctx_.config()->write_timeout_ms + 1000);
+  if (!slots_cv_.wait_for(lock, limit, [this] { return active_ == 0; })) {
+    Log(LogLevel::kWarn, "stop_timeout", {{"connections_left", std::to_string(active_)}});
+  }
+  lock.unlock();
+  if (reload_thread_.joinable()) reload_thread_.join();
+  worker_.reset();
+  Log(LogLevel::kInfo, "stopped");
+}
+
+}  // namespace llmd::daemon

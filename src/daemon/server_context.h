@@ -1,0 +1,37 @@
+// ServerContext: what every connection handler shares. Built and owned by Daemon.
+#ifndef LLMD_DAEMON_SERVER_CONTEXT_H_
+#define LLMD_DAEMON_SERVER_CONTEXT_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "config/config.h"
+#include "sched/engine_worker.h"
+#include "transport/rate_limiter.h"
+
+namespace llmd::daemon {
+
+struct ServerContext {
+  // The settings requests use (sampling defaults, limits). Replaced whole on reload.
+  std::shared_ptr<const config::DaemonConfig> config() const {
+    std::lock_guard<std::mutex> lock(config_mu);
+    return current_config;
+  }
+  void set_config(std::shared_ptr<const config::DaemonConfig> c) {
+    std::lock_guard<std::mutex> lock(config_mu);
+    current_config = std::move(c);
+  }
+
+  sched::EngineWorker* worker = nullptr;
+  transport::RateLimiter* rate_limiter = nullptr;
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> shutdown_requested{false};  // a root peer sent Shutdown
+
+  mutable std::mutex config_mu;
+  std::shared_ptr<const config::DaemonConfig> current_config;  // guarded by config_mu
+};
+
+}  // namespace llmd::daemon
+
+#endif  // LLMD_DAEMON_SERVER_CONTEXT_H_

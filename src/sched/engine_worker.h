@@ -1,0 +1,121 @@
+// EngineWorker: the one thread that owns a model's Engine. Other threads submit jobs through
+// a bounded queue and read each job's events from its own channel, so nothing ever blocks
+// on the engine except the engine thread itself.
+//
+// This worker runs jobs one at a time; continuous batching replaces it with a scheduler
+// over the same interface.
+//
+// Thread-safety: every public method is thread-safe. Lifetime: channels may outlive the
+// worker (shared ownership between the worker and the requester).
+#ifndef LLMD_SCHED_ENGINE_WORKER_H_
+#define LLMD_SCHED_ENGINE_WORKER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+
+namespace llmd::sched {
+
+// What a job produces, in order: zero or more kText events, then one kDone or kError.
+struct JobEvent {
+  enum class Type { kText, kDone, kError };
+  Type type;
+  std::string text;               // kText
+  engine::Completion completion;  // kDone
+  Status error;                   // kError
+};
+
+// A job's mailbox: the engine thread pushes, the requester waits. Its eventfd becomes
+// readable whenever events are pending, so a connection thread can poll it together with its
+// socket. Cancel() asks the engine to stop at its next step.
+class JobChannel {
+ public:
+  JobChannel();
+  ~JobChannel();
+  JobChannel(const JobChannel&) = delete;
+  JobChannel& operator=(const JobChannel&) = delete;
+
+  void Push(JobEvent event);
+  // Takes the next event, if any (non-blocking).
+  std::optional<JobEvent> TryPop();
+  int event_fd() const { return event_fd_; }
+
+  void Cancel() { cancel_.store(true); }
+  const std::atomic<bool>* cancel_flag() const { return &cancel_; }
+
+ private:
+  std::mutex mu_;
+  std::deque<JobEvent> events_;
+  int event_fd_;
+  std::atomic<bool> cancel_{false};
+};
+
+struct Job {
+  std::string system;
+  std::string user;
+  engine::GenerateOptions options;  // options.cancel is set to the channel's flag
+  bool stream = false;              // send kText events as text is generated
+  std::shared_ptr<JobChannel> channel;
+};
+
+// Health as the last finished step left it; readable without touching the engine.
+struct HealthSnapshot {
+  bool model_loaded = false;
+  uint8_t device_index = 0;
+  float kv_cache_usage = 0;
+};
+
+class EngineWorker {
+ public:
+  // Takes a loaded engine and starts the thread.
+  explicit EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth);
+  ~EngineWorker();  // stops the thread; queued jobs get an Unavailable error
+  EngineWorker(const EngineWorker&) = delete;
+  EngineWorker& operator=(const EngineWorker&) = delete;
+
+  // Queues a job. ResourceExhausted when the queue is full, Unavailable once stopping.
+  Status Submit(Job job);
+
+  // Replaces the engine between jobs; the old one serves until then and is then released.
+  void SwapEngine(std::unique_ptr<engine::Engine> engine);
+
+  // Cancels the running job and every queued one (each gets a final kError Unavailable).
+  void Stop();
+
+  HealthSnapshot health() const;
+  // Milliseconds (RealClock) of the engine thread's last sign of life: a finished decode step
+  // or a wait on the queue. The watchdog pings systemd only while this moves.
+  int64_t last_progress_ms() const { return last_progress_ms_.load(); }
+  size_t queued() const;
+
+ private:
+  void Run();
+  void RunJob(Job& job);
+  void PublishHealth();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;                    // guarded by mu_
+  std::unique_ptr<engine::Engine> pending_;  // guarded by mu_: the engine to swap in
+  std::shared_ptr<JobChannel> running_;      // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  const size_t queue_depth_;
+
+  std::unique_ptr<engine::Engine> engine_;  // engine thread only
+  std::atomic<bool> model_loaded_{false};
+  std::atomic<float> kv_usage_{0};
+  std::atomic<int64_t> last_progress_ms_{0};
+  std::thread thread_;
+};
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_ENGINE_WORKER_H_

@@ -1,0 +1,134 @@
+// llmctl: talk to a running llmd from the terminal or a script.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "llmd/client.h"
+
+namespace {
+
+using llmd::ClientError;
+
+// Exit codes scripts can rely on.
+enum Exit { kOk = 0, kServerError = 1, kUsage = 2, kConnectionFailed = 3, kTimeout = 4, kIoError = 5 };
+
+int Report(const ClientError& e, const std::string& socket, bool json) {
+  if (json) {
+    nlohmann::json j = {{"error", e.ToString()}, {"server_code", e.server_code}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  switch (e.kind) {
+    case ClientError::Kind::kConnectionFailed:
+      std::fprintf(stderr, "llmctl: cannot reach llmd at %s: %s\n  (is llmd running? use --socket PATH or LLMD_SOCKET_PATH)\n",
+                   socket.c_str(), e.message.c_str());
+      return kConnectionFailed;
+    case ClientError::Kind::kTimeout:
+      std::fprintf(stderr, "llmctl: llmd did not answer in time: %s\n", e.message.c_str());
+      return kTimeout;
+    case ClientError::Kind::kServerError:
+      std::fprintf(stderr, "llmctl: llmd refused: %s\n", e.ToString().c_str());
+      return kServerError;
+    case ClientError::Kind::kIoError:
+      std::fprintf(stderr, "llmctl: %s\n", e.ToString().c_str());
+      return kIoError;
+  }
+  return kIoError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmctl: talk to a running llmd daemon."};
+  app.require_subcommand(1);
+  const char* env_socket = std::getenv("LLMD_SOCKET_PATH");
+  std::string socket = env_socket != nullptr ? env_socket : "/run/llmd/llm.sock";
+  int timeout_ms = 10000;
+  bool json = false;
+  app.add_option("-s,--socket", socket, "llmd's socket (env LLMD_SOCKET_PATH)")->capture_default_str();
+  app.add_option("--timeout-ms", timeout_ms, "Give up when llmd sends nothing for this long")
+      ->check(CLI::Range(1, 3600000))->capture_default_str();
+  app.add_flag("--json", json, "Print one JSON object instead of text");
+
+  auto* gen = app.add_subcommand("generate", "Generate a reply, streamed to the terminal");
+  std::string prompt;
+  llmd::GenerateOptions options;
+  uint32_t max_tokens = 0, top_k = 0, seed = 0;
+  float temperature = -1, top_p = -1;
+  std::string system;
+  gen->add_option("prompt", prompt, "The message")->required();
+  gen->add_option("-n,--max-tokens", max_tokens, "Tokens to generate (default: llmd's)");
+  gen->add_option("--system", system, "System prompt (default: llmd's)");
+  gen->add_option("--temperature", temperature, "0 is greedy (0..2)");
+  gen->add_option("--top-p", top_p, "Nucleus sampling (0..1)");
+  gen->add_option("--top-k", top_k, "Top-k sampling (> 0)");
+  gen->add_option("--seed", seed, "Sampling seed");
+  auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
+  auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kOk : kUsage;
+  }
+
+  llmd::LlmClient client(socket, std::chrono::milliseconds(timeout_ms));
+  if (*gen) {
+    if (gen->count("--max-tokens")) options.max_tokens = max_tokens;
+    if (gen->count("--system")) options.system = system;
+    if (gen->count("--temperature")) options.temperature = temperature;
+    if (gen->count("--top-p")) options.top_p = top_p;
+    if (gen->count("--top-k")) options.top_k = top_k;
+    if (gen->count("--seed")) options.seed = seed;
+    auto r = client.GenerateStream(prompt, options, [&](std::string_view text) {
+      if (!json) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    });
+    if (!r.has_value()) {
+      if (!json) std::printf("\n");
+      return Report(r.error(), socket, json);
+    }
+    if (json) {
+      nlohmann::json j = {{"text", r->text},
+                          {"tokens_generated", r->tokens_generated},
+                          {"prompt_tokens", r->prompt_tokens},
+                          {"cached_tokens", r->cached_tokens},
+                          {"prefill_ms", r->prefill_ms},
+                          {"ttft_ms", r->ttft_ms},
+                          {"decode_ms", r->decode_ms},
+                          {"finish_reason", r->finish_reason}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      double tps = r->tokens_generated > 1 && r->decode_ms > 0 ? (r->tokens_generated - 1) * 1000.0 / r->decode_ms : 0;
+      std::printf("\n");
+      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens at %.1f tok/s, %s]\n",
+                   r->prompt_tokens, r->cached_tokens, r->ttft_ms, r->tokens_generated, tps,
+                   r->finish_reason.c_str());
+    }
+    return kOk;
+  }
+  if (*health) {
+    auto r = client.HealthCheck();
+    if (!r.has_value()) return Report(r.error(), socket, json);
+    if (json) {
+      nlohmann::json j = {{"model_loaded", r->model_loaded}, {"npu_core", r->npu_core},
+                          {"kv_cache_usage", r->kv_cache_usage}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("model_loaded: %s\nnpu_core: %u\nkv_cache_usage: %.3f\n", r->model_loaded ? "yes" : "no",
+                  r->npu_core, r->kv_cache_usage);
+    }
+    return r->model_loaded ? kOk : kServerError;
+  }
+  if (*shutdown) {
+    if (auto e = client.Shutdown()) return Report(*e, socket, json);
+    if (json) std::printf("{\"stopped\":true}\n");
+    else std::printf("llmd is stopping\n");
+    return kOk;
+  }
+  return kUsage;
+}
