@@ -265,7 +265,9 @@ std::string HelpText() {
     os << "  " << flags;
     for (size_t pad = flags.size(); pad < 36; ++pad) os << ' ';
     os << " " << k.help << "\n";
-    os << std::string(40, ' ') << "key " << k.name << ", env " << k.envs.back() << "\n";
+    std::string envs;
+    for (auto e = k.envs.rbegin(); e != k.envs.rend(); ++e) envs += (envs.empty() ? "" : " or ") + *e;
+    os << std::string(40, ' ') << "key " << k.name << ", env " << envs << "\n";
   }
   return os.str();
 }

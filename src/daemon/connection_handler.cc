@@ -30,10 +30,33 @@ std::string EncodeBounded(Response r) {
   return proto::EncodeResponse(r);
 }
 
+Response HealthResponse(const ServerContext& ctx) {
+  sched::HealthSnapshot h = ctx.worker->health();
+  Response r;
+  r.type = Response::Type::kHealth;
+  r.model_loaded = h.model_loaded;
+  r.npu_core = h.device_index;
+  r.kv_cache_usage = h.kv_cache_usage;
+  return r;
+}
+
+// Root stops the daemon (no reply: the connection closes); anyone else gets
+// PermissionDenied. Returns whether the connection may continue.
+template <typename SendFn>
+bool Shutdown(const transport::PeerCred& peer, ServerContext& ctx, SendFn send) {
+  if (!transport::AccessPolicy::MayAdminister(peer)) {
+    Log(LogLevel::kWarn, "shutdown_denied", {{"uid", std::to_string(peer.uid)}});
+    return send(Response::Error(ErrorCode::kPermissionDenied, "only root may shut the daemon down"));
+  }
+  Log(LogLevel::kInfo, "shutdown_requested", {{"uid", std::to_string(peer.uid)}});
+  ctx.shutdown_requested.store(true);
+  return false;
+}
+
 class Handler {
  public:
-  Handler(int fd, const transport::PeerCred& peer, ServerContext& ctx)
-      : conn_(fd), peer_(peer), ctx_(ctx), config_(ctx.config()) {}
+  Handler(FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx)
+      : conn_(conn), peer_(peer), ctx_(ctx), config_(ctx.config()) {}
 
   void Serve() {
     while (!ctx_.stopping.load()) {
@@ -86,23 +109,10 @@ class Handler {
           ResourceExhaustedError("rate limited, retry after " + std::to_string(wait_ms) + " ms"), seed);
     }
     switch (req.type) {
-      case Request::Type::kHealthCheck: {
-        sched::HealthSnapshot h = ctx_.worker->health();
-        Response r;
-        r.type = Response::Type::kHealth;
-        r.model_loaded = h.model_loaded;
-        r.npu_core = h.device_index;
-        r.kv_cache_usage = h.kv_cache_usage;
-        return Send(r);
-      }
+      case Request::Type::kHealthCheck:
+        return Send(HealthResponse(ctx_));
       case Request::Type::kShutdown:
-        if (!transport::AccessPolicy::MayAdminister(peer_)) {
-          Log(LogLevel::kWarn, "shutdown_denied", {{"uid", std::to_string(peer_.uid)}});
-          return Send(Response::Error(ErrorCode::kPermissionDenied, "only root may shut the daemon down"));
-        }
-        Log(LogLevel::kInfo, "shutdown_requested", {{"uid", std::to_string(peer_.uid)}});
-        ctx_.shutdown_requested.store(true);
-        return false;  // no reply: the connection closes and the daemon stops
+        return Shutdown(peer_, ctx_, [&](const Response& r) { return Send(r); });
       case Request::Type::kGenerate:
       case Request::Type::kGenerateStream:
         return Generate(req);
@@ -226,7 +236,7 @@ class Handler {
     }
   }
 
-  FrameConnection conn_;
+  FrameConnection& conn_;
   transport::PeerCred peer_;
   ServerContext& ctx_;
   std::shared_ptr<const config::DaemonConfig> config_;
@@ -256,12 +266,32 @@ proto::ErrorCode WireCode(const Status& s, bool seed) {
   }
 }
 
-void ServeConnection(int fd, const transport::PeerCred& peer, ServerContext& ctx) {
-  Handler(fd, peer, ctx).Serve();
+void ServeConnection(std::unique_ptr<FrameConnection> conn, const transport::PeerCred& peer,
+                     ServerContext& ctx) {
+  Handler(*conn, peer, ctx).Serve();
 }
 
-void RefuseBusy(int fd, const std::string& why) {
-  FrameConnection conn(fd);
+bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx) {
+  auto r = conn.ReadFrame(0, 0, nullptr);  // what has arrived; never wait here
+  using O = FrameConnection::Outcome;
+  if (r.outcome == O::kIdleTimeout || r.outcome == O::kFrameTimeout) return false;  // not yet
+  if (r.outcome != O::kFrame) return true;          // closed, broken or too slow
+  auto req = proto::DecodeRequest(r.payload);
+  const int write_ms = static_cast<int>(ctx.config()->write_timeout_ms);
+  auto send = [&](const Response& resp) { return conn.WriteFrame(proto::EncodeResponse(resp), write_ms).ok(); };
+  if (req.has_value() && req->type == Request::Type::kHealthCheck) {
+    if (ctx.rate_limiter->Acquire(peer.uid) == 0) send(HealthResponse(ctx));
+    return true;
+  }
+  if (req.has_value() && req->type == Request::Type::kShutdown) {
+    Shutdown(peer, ctx, send);
+    return true;
+  }
+  conn.PushBack(std::move(r.payload));
+  return false;
+}
+
+void RefuseBusy(FrameConnection& conn, const std::string& why) {
   // Only what already arrived: never wait on a connection we are refusing.
   auto r = conn.ReadFrame(0, 0, nullptr);
   if (r.outcome == FrameConnection::Outcome::kFrame) {

@@ -125,29 +125,7 @@ void Daemon::AcceptLoop() {
   while (!ctx_.stopping.load()) {
     pollfd p{listener_->fd(), POLLIN, 0};
     int rc = ::poll(&p, 1, 100);
-    {
-      // Hand freed slots to waiting connections; refuse those that waited too long.
-      std::deque<Waiting> expired;
-      std::vector<Waiting> admitted;
-      {
-        std::lock_guard<std::mutex> lock(slots_mu_);
-        const int64_t now = RealClock::Get().NowMs();
-        while (!waiting_.empty() && active_ < ctx_.config()->max_connections) {
-          admitted.push_back(waiting_.front());
-          waiting_.pop_front();
-          ++active_;
-        }
-        while (!waiting_.empty() && waiting_.front().deadline_ms <= now) {
-          expired.push_back(waiting_.front());
-          waiting_.pop_front();
-        }
-      }
-      for (auto& w : admitted) StartHandler(w.fd, w.peer);
-      for (auto& w : expired) {
-        RefuseBusy(w.fd, "busy: all " + std::to_string(ctx_.config()->max_connections) +
-                             " connections are in use; retry with backoff");
-      }
-    }
+    ServeWaiting();
     if (rc <= 0 || !(p.revents & POLLIN)) continue;
     int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
@@ -172,28 +150,53 @@ void Daemon::AcceptLoop() {
 }
 
 void Daemon::Admit(int fd, const transport::PeerCred& peer) {
+  auto conn = std::make_unique<transport::FrameConnection>(fd);
   auto c = ctx_.config();
   {
     std::lock_guard<std::mutex> lock(slots_mu_);
     if (active_ < c->max_connections) {
       ++active_;
-    } else if (waiting_.size() < kMaxWaiting && c->admission_wait_ms > 0) {
-      waiting_.push_back({fd, peer, RealClock::Get().NowMs() + c->admission_wait_ms});
+      StartHandler(std::move(conn), peer);
       return;
-    } else {
-      fd = -fd - 1;  // refuse below, outside the lock
     }
   }
-  if (fd < 0) {
-    RefuseBusy(-fd - 1, "busy: too many connections waiting; retry with backoff");
+  if (waiting_.size() < kMaxWaiting) {
+    waiting_.push_back({std::move(conn), peer, RealClock::Get().NowMs() + c->admission_wait_ms});
+    ServeWaiting();
     return;
   }
-  StartHandler(fd, peer);
+  RefuseBusy(*conn, "busy: too many connections waiting; retry with backoff");
 }
 
-void Daemon::StartHandler(int fd, const transport::PeerCred& peer) {
-  std::thread([this, fd, peer] {
-    ServeConnection(fd, peer, ctx_);
+void Daemon::ServeWaiting() {
+  const int64_t now = RealClock::Get().NowMs();
+  const uint32_t cap = ctx_.config()->max_connections;
+  std::deque<Waiting> still;
+  for (auto& w : waiting_) {
+    // Health probes and Shutdown are answered at once; the rest wait for a slot.
+    if (TriageWaiting(*w.conn, w.peer, ctx_)) continue;
+    bool admitted = false;
+    {
+      std::lock_guard<std::mutex> lock(slots_mu_);
+      if (active_ < cap) {
+        ++active_;
+        admitted = true;
+      }
+    }
+    if (admitted) {
+      StartHandler(std::move(w.conn), w.peer);
+    } else if (w.deadline_ms <= now) {
+      RefuseBusy(*w.conn, "busy: all " + std::to_string(cap) + " connections are in use; retry with backoff");
+    } else {
+      still.push_back(std::move(w));
+    }
+  }
+  waiting_.swap(still);
+}
+
+void Daemon::StartHandler(std::unique_ptr<transport::FrameConnection> conn, const transport::PeerCred& peer) {
+  std::thread([this, conn = std::move(conn), peer]() mutable {
+    ServeConnection(std::move(conn), peer, ctx_);
     HandlerDone();
   }).detach();
 }
@@ -239,11 +242,7 @@ void Daemon::Shutdown() {
   if (accept_thread_.joinable()) accept_thread_.join();
   listener_->Close();  // no new connections; the socket node is gone
   worker_->Stop();     // in-flight and queued requests get their final frame
-  {
-    std::lock_guard<std::mutex> lock(slots_mu_);
-    for (auto& w : waiting_) ::close(w.fd);
-    waiting_.clear();
-  }
+  waiting_.clear();  // closes them
   // Handlers finish within their write deadline.
   std::unique_lock<std::mutex> lock(slots_mu_);
   const auto limit = std::chrono::milliseconds(ctx_.config()->write_timeout_ms + 1000);

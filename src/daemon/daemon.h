@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "daemon/server_context.h"
+#include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"
 
@@ -37,7 +38,8 @@ class Daemon {
   Status Start();
   void AcceptLoop();
   void Admit(int fd, const transport::PeerCred& peer);
-  void StartHandler(int fd, const transport::PeerCred& peer);
+  void ServeWaiting();
+  void StartHandler(std::unique_ptr<transport::FrameConnection> conn, const transport::PeerCred& peer);
   void HandlerDone();
   void Reload();
   void Shutdown();
@@ -54,14 +56,14 @@ class Daemon {
 
   // Connection slots: at most max_connections handlers; others wait, bounded, in waiting_.
   struct Waiting {
-    int fd;
+    std::unique_ptr<transport::FrameConnection> conn;
     transport::PeerCred peer;
     int64_t deadline_ms;
   };
   std::mutex slots_mu_;
   std::condition_variable slots_cv_;
   size_t active_ = 0;              // guarded by slots_mu_
-  std::deque<Waiting> waiting_;    // guarded by slots_mu_
+  std::deque<Waiting> waiting_;    // accept thread only (and Shutdown, after it joined)
 };
 
 }  // namespace llmd::daemon

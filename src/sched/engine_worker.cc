@@ -125,14 +125,12 @@ void EngineWorker::Run() {
 
 void EngineWorker::RunJob(Job& job) {
   JobChannel& ch = *job.channel;
-  engine::TextSink sink;
-  if (job.stream) {
-    sink = [&](std::string_view text) {
-      last_progress_ms_ = RealClock::Get().NowMs();
-      ch.Push({JobEvent::Type::kText, std::string(text), {}, {}});
-      return true;
-    };
-  }
+  engine::TextSink sink = [&](std::string_view text) {
+    last_progress_ms_ = RealClock::Get().NowMs();
+    kv_usage_ = engine_->kv_cache_usage();
+    if (job.stream) ch.Push({JobEvent::Type::kText, std::string(text), {}, {}});
+    return true;
+  };
   // Each request stands alone, as in the reference daemon; the engine still reuses a shared
   // prompt prefix from its cache.
   auto result = engine_->Generate(job.system, job.user, job.options, sink);

@@ -41,6 +41,11 @@ FrameConnection::~FrameConnection() { ::close(fd_); }
 
 FrameConnection::ReadResult FrameConnection::ReadFrame(int idle_ms, int frame_ms,
                                                       const std::atomic<bool>* stop) {
+  if (pushed_back_) {
+    std::string frame = std::move(*pushed_back_);
+    pushed_back_.reset();
+    return {Outcome::kFrame, std::move(frame), {}};
+  }
   int64_t deadline = NowMs() + idle_ms;
   bool started = decoder_.mid_frame();
   if (started) deadline = NowMs() + frame_ms;

@@ -6,6 +6,7 @@
 #define LLMD_TRANSPORT_FRAME_CONNECTION_H_
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,10 @@ class FrameConnection {
   // time (it stopped reading), Cancelled when the peer is gone.
   Status WriteFrame(std::string_view payload, int timeout_ms);
 
+  // Puts a frame back so the next ReadFrame returns it first (a frame read early, to triage a
+  // connection waiting for a slot, is then served by its handler).
+  void PushBack(std::string payload) { pushed_back_ = std::move(payload); }
+
   // True when the peer has closed its end completely (not a half-close after sending).
   bool PeerGone() const;
   int fd() const { return fd_; }
@@ -54,6 +59,7 @@ class FrameConnection {
   int fd_;
   proto::FrameDecoder decoder_;
   std::string pending_;  // received bytes the decoder has not taken yet
+  std::optional<std::string> pushed_back_;
   bool eof_ = false;
 };
 

@@ -1,0 +1,256 @@
+// Start, stop, reload: robustness-tests.md items 15, 18, 19, 42 at startup, and SIGHUP.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "llmd/client.h"
+#include "tests/support/daemon_harness.h"
+
+namespace llmd::testing {
+namespace {
+
+using proto::ErrorCode;
+using proto::Response;
+namespace fs = std::filesystem;
+
+TEST(DaemonLifecycle, SigtermStopsCleanlyAndRemovesTheSocket) {
+  DaemonProcess d;
+  ASSERT_TRUE(d.ready()) << d.log();
+  EXPECT_NE(d.log().find("ready_ms="), std::string::npos);
+  d.Signal(SIGTERM);
+  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0);
+  EXPECT_FALSE(fs::exists(d.socket()));
+  EXPECT_NE(d.log().find("llmd info stopped"), std::string::npos);
+}
+
+TEST(DaemonLifecycle, Item15_ShutdownDuringFourStreamsGivesEachAFinalFrame) {
+  DaemonProcess d({"--max-new-tokens", "4096", "--temperature", "0"});
+  ASSERT_TRUE(d.ready());
+  std::vector<std::unique_ptr<RawConn>> streams;
+  for (int i = 0; i < 3; ++i) {
+    streams.push_back(std::make_unique<RawConn>(d.socket()));
+    ASSERT_TRUE(streams.back()->Send(GenerateRequest("Write forever, part " + std::to_string(i), 4000, true)));
+  }
+  auto seed = std::make_unique<RawConn>(d.socket());  // a seed-era Generate as the fourth
+  ASSERT_TRUE(seed->Send(GenerateRequest("Write forever", 4000)));
+  ASSERT_TRUE(streams[0]->Receive().has_value()) << "the first stream is running";
+  LlmClient admin(d.socket());
+  EXPECT_FALSE(admin.Shutdown().has_value()) << "root may shut down";
+  // Every request gets a final frame: its normal end if it finished before the shutdown
+  // (random weights may end a reply early), else a "shutting down" error.
+  int shut = 0;
+  for (auto& s : streams) {
+    std::optional<Response> last;
+    while (auto r = s->Receive(10000)) last = r;
+    ASSERT_TRUE(last.has_value()) << "every stream gets a final frame";
+    if (last->type == Response::Type::kError) {
+      EXPECT_EQ(last->code, ErrorCode::kShuttingDown);
+      ++shut;
+    } else {
+      EXPECT_EQ(last->type, Response::Type::kDone);
+    }
+  }
+  EXPECT_GE(shut, 1) << "at least the queued streams were still in flight";
+  auto r = seed->Receive(10000);
+  ASSERT_TRUE(r.has_value());
+  if (r->type == Response::Type::kError) {
+    EXPECT_EQ(r->code, ErrorCode::kGenerationFailed) << "a seed client gets a seed code";
+  } else {
+    EXPECT_EQ(r->type, Response::Type::kGenerated);
+  }
+  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0);
+  EXPECT_FALSE(fs::exists(d.socket()));
+}
+
+TEST(DaemonLifecycle, Item18_StaleSocketAfterKill9AndSecondInstance) {
+  DaemonProcess first;
+  ASSERT_TRUE(first.ready());
+  first.Signal(SIGKILL);
+  first.WaitExit(std::chrono::seconds(5));
+  ASSERT_TRUE(fs::exists(first.socket())) << "kill -9 leaves the node behind";
+  DaemonProcess restarted;
+  // Reuse the same socket path: start a daemon there by hand.
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 2);
+    ::execl(LLMD_BINARY, LLMD_BINARY, "--model", TinyModelPath().c_str(), "--socket", first.socket().c_str(), nullptr);
+    ::_exit(127);
+  }
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = LlmClient(first.socket()).HealthCheck().has_value();
+    if (!up) ::usleep(20000);
+  }
+  EXPECT_TRUE(up) << "started over the stale node";
+  // A second instance on the same path refuses and leaves the live socket alone.
+  std::string cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --socket " + first.socket() +
+                    " 2>" + first.dir() + "/second.log";
+  int rc = ::system(cmd.c_str());
+  EXPECT_NE(WEXITSTATUS(rc), 0);
+  EXPECT_NE(ReadAll(first.dir() + "/second.log").find("another llmd is already serving"), std::string::npos);
+  EXPECT_TRUE(LlmClient(first.socket()).HealthCheck().has_value()) << "the live daemon still serves";
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+}
+
+TEST(DaemonLifecycle, Item19_RefusesToReplaceSymlinksAndFiles) {
+  std::string dir = MakeTempDir();
+  std::string target = dir + "/precious";
+  std::ofstream(target) << "keep me";
+  std::string link = dir + "/llm.sock";
+  fs::create_symlink(target, link);
+  std::string cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --socket " + link + " 2>" + dir + "/log";
+  int rc = ::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  EXPECT_NE(ReadAll(dir + "/log").find("is not a socket (a symlink)"), std::string::npos) << ReadAll(dir + "/log");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadAll(target), "keep me");
+  fs::remove_all(dir);
+}
+
+TEST(DaemonLifecycle, Item42_BadModelFailsStartupWithAClearMessage) {
+  std::string dir = MakeTempDir();
+  std::ofstream(dir + "/model.gguf") << "this is not a model\n";
+  std::string cmd = std::string(LLMD_BINARY) + " --model " + dir + "/model.gguf --socket " + dir + "/s.sock 2>" + dir + "/log";
+  int rc = ::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  EXPECT_NE(ReadAll(dir + "/log").find("unsupported model format: a text file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/s.sock"));
+  cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --temperature 9 2>" + dir + "/log";
+  rc = ::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  EXPECT_NE(ReadAll(dir + "/log").find("temperature = 9 (from the command line, --temperature): must be in [0, 2]"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(DaemonLifecycle, SighupReloadsAndKeepsTheOldModelOnFailure) {
+  std::string dir = MakeTempDir();
+  std::string config = dir + "/llmd.toml";
+  std::ofstream(config) << "model_path = \"" << TinyModelPath() << "\"\nmax_new_tokens = 3\ntemperature = 0.0\n";
+  DaemonProcess d({"--config", config}, /*model=*/"");  // the model comes from the file
+  ASSERT_TRUE(d.ready());
+  LlmClient client(d.socket());
+  auto before = client.Generate("Hello");
+  ASSERT_TRUE(before.has_value());
+  EXPECT_LE(before->tokens_generated, 3u);
+
+  std::ofstream(config) << "model_path = \"" << TinyModelPath() << "\"\nmax_new_tokens = 7\ntemperature = 0.0\n";
+  d.Signal(SIGHUP);
+  ASSERT_TRUE(d.WaitForLog("llmd info reloaded", std::chrono::seconds(20))) << d.log();
+  auto after = client.Generate("Hello");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GT(after->tokens_generated, 3u) << "the new settings are in force";
+
+  std::ofstream(config) << "model_path = \"" << dir << "/missing.gguf\"\n";
+  d.Signal(SIGHUP);
+  ASSERT_TRUE(d.WaitForLog("reload_failed", std::chrono::seconds(20))) << d.log();
+  EXPECT_NE(d.log().find("keeping=\"the current model\""), std::string::npos);
+  auto still = client.Generate("Hello");
+  ASSERT_TRUE(still.has_value()) << "the old model keeps serving";
+  EXPECT_EQ(still->text, after->text);
+  fs::remove_all(dir);
+}
+
+// Binds a datagram socket like systemd's NOTIFY_SOCKET and collects what the daemon sends.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
+  ~NotifySocket() { ::close(fd_); }
+  // Everything received within `ms`.
+  std::string Drain(int ms) {
+    std::string all;
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) all += std::string(buf, static_cast<size_t>(n)) + "\n";
+    }
+    return all;
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+// Starts llmd under a systemd-like environment: NOTIFY_SOCKET, WATCHDOG_USEC and, when
+// `listen_fd` >= 0, that socket passed as LISTEN_FDS.
+pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int listen_fd) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int log = ::open((dir + "/log").c_str(), O_WRONLY | O_CREAT, 0644);
+    ::dup2(log, 2);
+    ::setenv("NOTIFY_SOCKET", notify.c_str(), 1);
+    ::setenv("WATCHDOG_USEC", "400000", 1);
+    ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+    if (listen_fd >= 0) {
+      ::dup2(listen_fd, 3);
+      ::setenv("LISTEN_FDS", "1", 1);
+      ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
+    }
+    ::execl(LLMD_BINARY, LLMD_BINARY, "--model", TinyModelPath().c_str(), "--socket",
+            (dir + "/own.sock").c_str(), nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST(DaemonLifecycle, NotifiesSystemdReadyWatchdogAndStopping) {
+  std::string dir = MakeTempDir();
+  NotifySocket notify(dir + "/notify");
+  pid_t pid = StartUnderSystemd(dir, dir + "/notify", -1);
+  std::string got = notify.Drain(2500);
+  EXPECT_NE(got.find("READY=1"), std::string::npos) << got;
+  EXPECT_NE(got.find("STATUS=serving"), std::string::npos);
+  EXPECT_NE(got.find("WATCHDOG=1"), std::string::npos) << "pinged while the engine thread is alive";
+  ::kill(pid, SIGTERM);
+  got = notify.Drain(1000);
+  EXPECT_NE(got.find("STOPPING=1"), std::string::npos) << got;
+  int status;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  fs::remove_all(dir);
+}
+
+TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/activated.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);
+  // A client can connect (and queue) before the daemon even starts.
+  RawConn early(path);
+  ASSERT_TRUE(early.connected());
+  ASSERT_TRUE(early.Send(HealthRequest()));
+  NotifySocket notify(dir + "/notify");
+  pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd);
+  ::close(fd);
+  auto r = early.Receive(20000);
+  ASSERT_TRUE(r.has_value()) << ReadAll(dir + "/log");
+  EXPECT_EQ(r->type, proto::Response::Type::kHealth);
+  EXPECT_FALSE(fs::exists(dir + "/own.sock")) << "the passed socket is used, none is created";
+  ::kill(pid, SIGTERM);
+  int status;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(fs::exists(path)) << "systemd's socket is systemd's to remove";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace llmd::testing

@@ -1,0 +1,291 @@
+// The real llmd over its socket: the seed protocol, streaming, and robustness-tests.md items
+// 1-12 and 40-41. Every test also checks the daemon keeps serving afterwards.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "llmd/client.h"
+#include "tests/support/daemon_harness.h"
+
+namespace llmd::testing {
+namespace {
+
+using proto::ErrorCode;
+using proto::Response;
+
+class DaemonProtocolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    daemon_ = new DaemonProcess({"--temperature", "0", "--frame-timeout-ms", "1000", "--idle-timeout-ms", "1500",
+                                 "--write-timeout-ms", "1000", "--admission-wait-ms", "3000", "--rate-limit", "100000"});
+    ASSERT_TRUE(daemon_->ready()) << daemon_->log();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  // The daemon still answers a normal request correctly.
+  static void ExpectServing() {
+    RawConn c(daemon_->socket());
+    ASSERT_TRUE(c.connected());
+    ASSERT_TRUE(c.Send(HealthRequest()));
+    auto r = c.Receive();
+    ASSERT_TRUE(r.has_value()) << "daemon stopped answering";
+    EXPECT_EQ(r->type, Response::Type::kHealth);
+    EXPECT_TRUE(r->model_loaded);
+  }
+  static DaemonProcess* daemon_;
+};
+DaemonProcess* DaemonProtocolTest::daemon_ = nullptr;
+
+TEST_F(DaemonProtocolTest, SeedGenerateAndHealthWork) {
+  LlmClient client(daemon_->socket());
+  auto g = client.Generate("Say hello.", 8);
+  ASSERT_TRUE(g.has_value()) << g.error().ToString();
+  EXPECT_LE(g->tokens_generated, 8u);
+  EXPECT_GT(g->tokens_generated, 0u);
+  auto again = client.Generate("Say hello.", 8);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->text, g->text) << "greedy: the same reply";
+  auto h = client.HealthCheck();
+  ASSERT_TRUE(h.has_value());
+  EXPECT_TRUE(h->model_loaded);
+  EXPECT_EQ(h->npu_core, 0);
+  EXPECT_GE(h->kv_cache_usage, 0.0f);
+  EXPECT_LE(h->kv_cache_usage, 1.0f);
+}
+
+TEST_F(DaemonProtocolTest, StreamSendsTokensThenDoneWithStats) {
+  LlmClient client(daemon_->socket());
+  std::string streamed;
+  GenerateOptions o;
+  o.max_tokens = 12;
+  o.temperature = 0.0f;
+  auto g = client.GenerateStream("Tell me a story.", o, [&](std::string_view t) {
+    streamed += t;
+    return true;
+  });
+  ASSERT_TRUE(g.has_value()) << g.error().ToString();
+  EXPECT_EQ(streamed, g->text);
+  EXPECT_GT(g->prompt_tokens, 10u);
+  EXPECT_GT(g->ttft_ms, 0.0f);
+  EXPECT_TRUE(g->finish_reason == "length" || g->finish_reason == "stop");
+  auto cached = client.GenerateStream("Tell me a story.", o, nullptr);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_EQ(cached->cached_tokens, cached->prompt_tokens - 1) << "the repeated prompt is reused";
+  EXPECT_EQ(cached->text, g->text);
+}
+
+TEST_F(DaemonProtocolTest, InvalidPromptsGetTheSeedCodes) {
+  LlmClient client(daemon_->socket());
+  auto empty = client.Generate("   ", 4);
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_EQ(empty.error().kind, ClientError::Kind::kServerError);
+  EXPECT_EQ(empty.error().server_code, static_cast<uint32_t>(ErrorCode::kInvalidPrompt));
+  std::string huge;
+  for (int i = 0; i < 1500; ++i) huge += " word";
+  auto too_long = client.Generate(huge, 4);
+  ASSERT_FALSE(too_long.has_value());
+  EXPECT_EQ(too_long.error().server_code, static_cast<uint32_t>(ErrorCode::kInvalidPrompt));
+  EXPECT_NE(too_long.error().message.find("prompt too long"), std::string::npos);
+  auto zero = client.Generate("hi", 0);
+  ASSERT_FALSE(zero.has_value());
+  EXPECT_EQ(zero.error().server_code, static_cast<uint32_t>(ErrorCode::kInvalidPrompt));
+  auto ok = client.Generate("hi", UINT32_MAX);  // clamped to max_new_tokens
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_LE(ok->tokens_generated, 256u);
+}
+
+TEST_F(DaemonProtocolTest, Item01_EmptyFrameIsAnErrorThenClose) {
+  RawConn c(daemon_->socket());
+  ASSERT_TRUE(c.Write(std::string("\0\0\0\0", 4)));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, ErrorCode::kInvalidPrompt);
+  EXPECT_EQ(r->text, "empty frame");
+  EXPECT_TRUE(c.ClosedByPeer());
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, Items02_03_OversizedLengthsAreRefusedBeforeAllocating) {
+  const long rss_before = daemon_->RssKb();
+  for (std::string header : {std::string("\0\x01\0\x01", 4), std::string("\xff\xff\xff\xff", 4),
+                             std::string("\x80\0\0\0", 4)}) {
+    RawConn c(daemon_->socket());
+    ASSERT_TRUE(c.Write(header));
+    auto r = c.Receive();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_NE(r->text.find("exceeds the 65536-byte limit"), std::string::npos);
+    EXPECT_TRUE(c.ClosedByPeer());
+  }
+  EXPECT_LT(daemon_->RssKb() - rss_before, 4096) << "nothing large was allocated";
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, Item04_OneBytePerWrite) {
+  RawConn c(daemon_->socket());
+  std::string wire = proto::EncodeFrame(proto::EncodeRequest(GenerateRequest("Hi", 3)));
+  for (char ch : wire) {
+    ASSERT_TRUE(c.Write(std::string(1, ch)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->type, Response::Type::kGenerated);
+}
+
+TEST_F(DaemonProtocolTest, Item05_TruncatedFrameRunsNothing) {
+  {
+    RawConn c(daemon_->socket());
+    ASSERT_TRUE(c.Write(std::string("\0\0\x03\xe8", 4) + "0123456789"));
+  }  // closed mid-frame
+  ASSERT_TRUE(daemon_->WaitForLog("reason=truncated_frame", std::chrono::seconds(3)));
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, Item06_SlowlorisHitsTheFrameDeadline) {
+  RawConn c(daemon_->socket());
+  ASSERT_TRUE(c.Write(std::string("\0\0\0\x20", 4)));
+  auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  for (int i = 0; i < 30 && !closed; ++i) {
+    c.Write("x");
+    pollfd p{c.fd(), POLLIN, 0};
+    closed = ::poll(&p, 1, 300) > 0;
+  }
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(took, std::chrono::seconds(4)) << "the 1 s frame deadline closed it";
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, Item07_IdleConnectionsCannotLockOthersOut) {
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConn>(daemon_->socket()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto start = std::chrono::steady_clock::now();
+  RawConn fifth(daemon_->socket());
+  ASSERT_TRUE(fifth.Send(HealthRequest()));
+  auto r = fifth.Receive(6000);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.has_value()) << "a bounded wait, never a lockout";
+  EXPECT_EQ(r->type, Response::Type::kHealth) << "served once an idle peer timed out";
+  EXPECT_LT(took, std::chrono::seconds(4));
+  for (auto& c : idle) EXPECT_TRUE(c->ClosedByPeer(3000)) << "idle timeout";
+}
+
+TEST_F(DaemonProtocolTest, Items08_09_GarbageAndInconsistentPayloads) {
+  std::mt19937 rng(7);
+  RawConn c(daemon_->socket());
+  for (int i = 0; i < 300; ++i) {
+    std::string payload(1 + rng() % 40, '\0');
+    for (auto& ch : payload) ch = static_cast<char>(rng());
+    // Mostly known variants with broken fields; never a well-formed Shutdown (we are root).
+    static constexpr char kVariants[] = {0, 1, 3, 4, 7};
+    payload[0] = kVariants[rng() % 5];
+    ASSERT_TRUE(c.Write(proto::EncodeFrame(payload)));
+    auto r = c.Receive();
+    ASSERT_TRUE(r.has_value()) << "no answer to garbage #" << i;
+  }
+  RawConn inconsistent(daemon_->socket());
+  ASSERT_TRUE(inconsistent.Write(proto::EncodeFrame(std::string("\x00\xff\xff\xff\xff\x0fHi", 8))));
+  auto r = inconsistent.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, ErrorCode::kInvalidPrompt);
+  EXPECT_NE(r->text.find("exceeds"), std::string::npos);
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, Item10_UnknownVariantKeepsTheConnectionUsable) {
+  RawConn c(daemon_->socket());
+  ASSERT_TRUE(c.Write(proto::EncodeFrame("\x2a")));
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, ErrorCode::kUnsupported);
+  EXPECT_NE(r->text.find("unsupported request variant 42"), std::string::npos);
+  ASSERT_TRUE(c.Send(HealthRequest()));
+  auto h = c.Receive();
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->type, Response::Type::kHealth);
+}
+
+TEST_F(DaemonProtocolTest, Item11_PipelinedFramesAndTrailingJunk) {
+  RawConn c(daemon_->socket());
+  std::string two = proto::EncodeFrame(proto::EncodeRequest(GenerateRequest("One", 2))) +
+                    proto::EncodeFrame(proto::EncodeRequest(HealthRequest()));
+  ASSERT_TRUE(c.Write(two));
+  auto first = c.Receive();
+  auto second = c.Receive();
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(first->type, Response::Type::kGenerated);
+  EXPECT_EQ(second->type, Response::Type::kHealth);
+  ASSERT_TRUE(c.Write(proto::EncodeFrame(proto::EncodeRequest(HealthRequest()) + "junk")));
+  auto junk = c.Receive();
+  ASSERT_TRUE(junk.has_value());
+  EXPECT_NE(junk->text.find("trailing bytes"), std::string::npos);
+  ASSERT_TRUE(c.Send(HealthRequest()));
+  auto after = c.Receive();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->type, Response::Type::kHealth) << "no desync";
+}
+
+TEST_F(DaemonProtocolTest, HealthIsAnsweredDuringALongGeneration) {
+  RawConn gen(daemon_->socket());
+  ASSERT_TRUE(gen.Send(GenerateRequest("Write a very long essay.", 256, /*stream=*/true)));
+  ASSERT_TRUE(gen.Receive().has_value());  // generation is running
+  auto start = std::chrono::steady_clock::now();
+  LlmClient client(daemon_->socket());
+  auto h = client.HealthCheck();
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(h.has_value());
+  EXPECT_LT(took, std::chrono::milliseconds(500));
+  EXPECT_GT(h->kv_cache_usage, 0.0f) << "real usage while a sequence is resident";
+}
+
+TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
+  LlmClient client(daemon_->socket());
+  auto reference = client.Generate("Count slowly.", 16);
+  ASSERT_TRUE(reference.has_value());
+  const size_t gone_before = daemon_->CountLog("client_gone");
+  {
+    RawConn c(daemon_->socket());  // mid-stream
+    ASSERT_TRUE(c.Send(GenerateRequest("Write a very long essay about the sea.", 256, true)));
+    ASSERT_TRUE(c.Receive().has_value());
+  }
+  {
+    RawConn c(daemon_->socket());  // before the first token
+    ASSERT_TRUE(c.Send(GenerateRequest(std::string(3000, 'a'), 256, true)));
+  }
+  ASSERT_TRUE(daemon_->WaitForLog("client_gone", std::chrono::seconds(5)));
+  auto start = std::chrono::steady_clock::now();
+  auto next = client.Generate("Count slowly.", 16);
+  ASSERT_TRUE(next.has_value()) << next.error().ToString();
+  EXPECT_EQ(next->text, reference->text) << "the freed slot gives correct output";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_GE(daemon_->CountLog("client_gone"), gone_before + 1);
+}
+
+TEST_F(DaemonProtocolTest, Item41_HalfCloseStillGetsTheWholeReply) {
+  RawConn c(daemon_->socket());
+  ASSERT_TRUE(c.Send(GenerateRequest("Hello", 6)));
+  ::shutdown(c.fd(), SHUT_WR);
+  auto r = c.Receive();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->type, Response::Type::kGenerated);
+  EXPECT_GT(r->tokens_generated, 0u);
+}
+
+TEST_F(DaemonProtocolTest, NoDescriptorsLeakAcrossAllOfThat) {
+  const int before = daemon_->FdCount();
+  for (int i = 0; i < 50; ++i) {
+    RawConn c(daemon_->socket());
+    c.Send(HealthRequest());
+    c.Receive();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LE(daemon_->FdCount(), before + 1);
+}
+
+}  // namespace
+}  // namespace llmd::testing
