@@ -55,6 +55,13 @@ Result<std::unique_ptr<UnixListener>> UnixListener::Open(const ListenOptions& o)
   }
   std::memcpy(addr.sun_path, o.path.data(), o.path.size());
 
+  // A missing parent directory (e.g. /run/llmd outside systemd) is created, owner-only
+  // writable; an existing one is used as it is.
+  if (size_t slash = o.path.rfind('/'); slash != std::string::npos && slash > 0) {
+    std::string parent = o.path.substr(0, slash);
+    if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) return Errno("cannot create " + parent);
+  }
+
   // The lock decides who owns the path.
   const std::string lock_path = o.path + ".lock";
   l->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);

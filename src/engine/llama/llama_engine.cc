@@ -13,6 +13,7 @@
 #include "engine/llama/llama_chat_template.h"
 #include "format/model_file.h"
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "llama-cpp.h"
 #include "llama.h"
 
@@ -157,6 +158,7 @@ class LlamaEngine final : public Engine {
   void Release() override {
     chat_template_.reset();
     ctx_.reset();
+    threadpool_.reset();  // after the context that uses it
     model_.reset();
     vocab_ = nullptr;
     resident_.clear();
@@ -199,6 +201,10 @@ class LlamaEngine final : public Engine {
 
   EngineConfig config_;
   llama_model_ptr model_;
+  struct ThreadpoolDeleter {
+    void operator()(ggml_threadpool* t) const { ggml_threadpool_free(t); }
+  };
+  std::unique_ptr<ggml_threadpool, ThreadpoolDeleter> threadpool_;
   llama_context_ptr ctx_;
   const llama_vocab* vocab_ = nullptr;
   std::unique_ptr<ChatTemplate> chat_template_;
@@ -274,6 +280,15 @@ Status LlamaEngine::Load(const EngineConfig& config) {
                                   std::to_string(config.context_tokens) +
                                   " tokens (out of memory, or see the log lines above)");
   }
+  // One persistent pool for prompt and generation; without it ggml would start threads for
+  // every graph.
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  threadpool_.reset(ggml_threadpool_new(&tpp));
+  if (!threadpool_) {
+    Release();
+    return ResourceExhaustedError("could not start " + std::to_string(threads) + " compute threads");
+  }
+  llama_attach_threadpool(ctx_.get(), threadpool_.get(), threadpool_.get());
   chat_template_ = std::make_unique<ChatTemplate>(model_.get());
   config_ = config;
 
