@@ -1,7 +1,7 @@
 # Builds the pinned llama.cpp inside our tree as static libraries.
 #
 # Only the targets we link (llama, ggml, common) are built by default; the reference programs
-# (llama-simple, llama-bench, llama-server) are built on demand for tests and benchmarks.
+# (llama-completion, llama-bench, llama-server) are built on demand for tests and benchmarks.
 
 set(LLMD_LLAMA_SOURCE_DIR "$ENV{LLMD_LLAMA_SOURCE_DIR}" CACHE PATH
     "llama.cpp source checkout (default: third_party/llama.cpp, fetched by scripts/fetch-llama)")
@@ -16,7 +16,7 @@ endif()
 set(BUILD_SHARED_LIBS OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_COMMON ON CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_TOOLS ON CACHE BOOL "" FORCE)      # llama-bench, llama-server (on demand)
-set(LLAMA_BUILD_EXAMPLES ON CACHE BOOL "" FORCE)   # llama-simple (on demand)
+set(LLAMA_BUILD_EXAMPLES OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_SERVER ON CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_TESTS OFF CACHE BOOL "" FORCE)
 set(LLAMA_BUILD_APP OFF CACHE BOOL "" FORCE)
@@ -36,4 +36,4 @@ add_subdirectory("${LLMD_LLAMA_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/third_party/l
                  EXCLUDE_FROM_ALL SYSTEM)
 
 # The reference programs the tests and benchmarks compare against.
-add_custom_target(llama_reference_programs DEPENDS llama-simple llama-bench)
+add_custom_target(llama_reference_programs DEPENDS llama-completion llama-bench llama-server)
