@@ -30,6 +30,10 @@ std::string EncodeBounded(Response r) {
   return proto::EncodeResponse(r);
 }
 
+std::string RateLimitedMessage(int64_t wait_ms) {
+  return "rate limited, retry after " + std::to_string(wait_ms) + " ms";
+}
+
 Response HealthResponse(const ServerContext& ctx) {
   sched::HealthSnapshot h = ctx.worker->health();
   Response r;
@@ -105,8 +109,7 @@ class Handler {
     Request& req = *decoded;
     const bool seed = req.is_seed_request();
     if (int64_t wait_ms = ctx_.rate_limiter->Acquire(peer_.uid); wait_ms > 0) {
-      return SendError(
-          ResourceExhaustedError("rate limited, retry after " + std::to_string(wait_ms) + " ms"), seed);
+      return SendError(ResourceExhaustedError(RateLimitedMessage(wait_ms)), seed);
     }
     switch (req.type) {
       case Request::Type::kHealthCheck:
@@ -280,7 +283,11 @@ bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, Serve
   const int write_ms = static_cast<int>(ctx.config()->write_timeout_ms);
   auto send = [&](const Response& resp) { return conn.WriteFrame(proto::EncodeResponse(resp), write_ms).ok(); };
   if (req.has_value() && req->type == Request::Type::kHealthCheck) {
-    if (ctx.rate_limiter->Acquire(peer.uid) == 0) send(HealthResponse(ctx));
+    if (int64_t wait_ms = ctx.rate_limiter->Acquire(peer.uid); wait_ms > 0) {
+      send(Response::Error(ErrorCode::kInternalError, RateLimitedMessage(wait_ms)));
+    } else {
+      send(HealthResponse(ctx));
+    }
     return true;
   }
   if (req.has_value() && req->type == Request::Type::kShutdown) {
