@@ -1,6 +1,8 @@
 // bench_engine: one streamed generation straight through the engine, no daemon, with its
 // stats. The baseline the daemon's overhead is measured against, and a quick way to try a
 // model.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <string>
 
@@ -79,5 +81,8 @@ int main(int argc, char** argv) {
                st.prompt_tokens, st.cached_tokens, st.prefill_ms, st.prefill_tokens_per_second(),
                st.ttft_ms, st.generated_tokens, st.decode_ms, st.decode_tokens_per_second(),
                std::string(engine::FinishReasonName(st.finish_reason)).c_str());
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr, "bench_engine: peak RSS %ld MiB\n", usage.ru_maxrss / 1024);
   return 0;
 }

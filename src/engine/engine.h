@@ -26,6 +26,7 @@ struct ModelInfo {
   int32_t context_tokens = 0;  // the KV cache size in use
   int32_t vocab_size = 0;
   bool has_chat_template = false;  // false: the ChatML fallback is used
+  uint8_t device_index = 0;  // the main device's index among the build's devices (0: CPU)
 };
 
 // A multi-turn conversation that keeps the exact tokens it fed and generated, so turn N+1

@@ -80,7 +80,7 @@ void EngineWorker::Stop() {
 }
 
 HealthSnapshot EngineWorker::health() const {
-  return {model_loaded_.load(), 0, kv_usage_.load()};
+  return {model_loaded_.load(), device_index_.load(), kv_usage_.load()};
 }
 
 size_t EngineWorker::queued() const {
@@ -90,6 +90,7 @@ size_t EngineWorker::queued() const {
 
 void EngineWorker::PublishHealth() {
   model_loaded_ = engine_ && engine_->loaded();
+  device_index_ = engine_ ? engine_->model_info().device_index : 0;
   kv_usage_ = engine_ ? engine_->kv_cache_usage() : 0.0f;
 }
 

@@ -112,6 +112,7 @@ class EngineWorker {
   std::unique_ptr<engine::Engine> engine_;  // engine thread only
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
+  std::atomic<uint8_t> device_index_{0};
   std::atomic<int64_t> last_progress_ms_{0};
   std::thread thread_;
 };

@@ -301,6 +301,12 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx(ctx_.get()));
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
   info_.has_chat_template = chat_template_->from_model();
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    const char* name = ggml_backend_dev_name(ggml_backend_dev_get(i));
+    if (config.devices.empty() ? std::string(name) == "CPU" : config.devices.front() == name) {
+      info_.device_index = static_cast<uint8_t>(std::min<size_t>(i, 255));
+    }
+  }
   load_ms_ = MsSince(start);
   last_stats_ = GenerationStats{};
   last_stats_.load_ms = load_ms_;
