@@ -107,6 +107,20 @@ ClientError Unexpected(const proto::Response& r) {
   return Err(Kind::kIoError, "unexpected response variant " + std::to_string(static_cast<uint32_t>(r.type)));
 }
 
+// Connects, sends `req` and waits for the first response frame.
+ClientResult<proto::Response> RoundTrip(Connection& c, const std::string& path, const proto::Request& req,
+                                        std::chrono::milliseconds timeout) {
+  if (auto e = c.Open(path)) return *e;
+  if (auto e = c.Send(req, timeout)) return *e;
+  return c.Receive(timeout);
+}
+
+proto::Request Simple(proto::Request::Type type) {
+  proto::Request r;
+  r.type = type;
+  return r;
+}
+
 const char* FinishName(proto::FinishReason f) {
   switch (f) {
     case proto::FinishReason::kStop: return "stop";
@@ -134,14 +148,11 @@ LlmClient::LlmClient(std::string socket_path, std::chrono::milliseconds timeout)
     : socket_path_(std::move(socket_path)), timeout_(timeout) {}
 
 ClientResult<Generation> LlmClient::Generate(std::string_view prompt, std::optional<uint32_t> max_tokens) const {
-  Connection c;
-  if (auto e = c.Open(socket_path_)) return *e;
-  proto::Request req;
-  req.type = proto::Request::Type::kGenerate;
+  proto::Request req = Simple(proto::Request::Type::kGenerate);
   req.prompt = std::string(prompt);
   req.max_tokens = max_tokens;
-  if (auto e = c.Send(req, timeout_)) return *e;
-  auto resp = c.Receive(timeout_);
+  Connection c;
+  auto resp = RoundTrip(c, socket_path_, req, timeout_);
   if (!resp.has_value()) return resp.error();
   if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
   if (resp->type != proto::Response::Type::kGenerated) return Unexpected(*resp);
@@ -192,11 +203,7 @@ ClientResult<Generation> LlmClient::GenerateStream(std::string_view prompt, cons
 
 ClientResult<Health> LlmClient::HealthCheck() const {
   Connection c;
-  if (auto e = c.Open(socket_path_)) return *e;
-  proto::Request req;
-  req.type = proto::Request::Type::kHealthCheck;
-  if (auto e = c.Send(req, timeout_)) return *e;
-  auto resp = c.Receive(timeout_);
+  auto resp = RoundTrip(c, socket_path_, Simple(proto::Request::Type::kHealthCheck), timeout_);
   if (!resp.has_value()) return resp.error();
   if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
   if (resp->type != proto::Response::Type::kHealth) return Unexpected(*resp);
@@ -205,11 +212,7 @@ ClientResult<Health> LlmClient::HealthCheck() const {
 
 std::optional<ClientError> LlmClient::Shutdown() const {
   Connection c;
-  if (auto e = c.Open(socket_path_)) return *e;
-  proto::Request req;
-  req.type = proto::Request::Type::kShutdown;
-  if (auto e = c.Send(req, timeout_)) return *e;
-  auto resp = c.Receive(timeout_);
+  auto resp = RoundTrip(c, socket_path_, Simple(proto::Request::Type::kShutdown), timeout_);
   if (!resp.has_value()) {
     // Accepted: the daemon closes the connection without a reply and stops.
     if (c.eof()) return std::nullopt;

@@ -35,7 +35,10 @@ TEST(DaemonLifecycle, Item15_ShutdownDuringFourStreamsGivesEachAFinalFrame) {
   }
   auto seed = std::make_unique<RawConn>(d.socket());  // a seed-era Generate as the fourth
   ASSERT_TRUE(seed->Send(GenerateRequest("Write forever", 4000)));
-  ASSERT_TRUE(streams[0]->Receive().has_value()) << "the first stream is running";
+  // Wait until one of them is generating (the engine serves them in queue order).
+  std::vector<pollfd> fds;
+  for (auto& st : streams) fds.push_back({st->fd(), POLLIN, 0});
+  ASSERT_GT(::poll(fds.data(), fds.size(), 20000), 0) << "a stream is running";
   LlmClient admin(d.socket());
   EXPECT_FALSE(admin.Shutdown().has_value()) << "root may shut down";
   // Every request gets a final frame: its normal end if it finished before the shutdown

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -190,11 +191,14 @@ class RawConn {
         if (!r.has_value()) return std::nullopt;
         return *r;
       }
+      // Look at least once, so a zero timeout still takes what has arrived.
       int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                       end - std::chrono::steady_clock::now()).count());
-      if (left <= 0) return std::nullopt;
       pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, left) <= 0) continue;
+      if (::poll(&p, 1, std::max(left, 0)) <= 0) {
+        if (left <= 0) return std::nullopt;
+        continue;
+      }
       char buf[16384];
       ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) {
