@@ -40,7 +40,7 @@ TEST(FrameConnection, IdleAndFrameDeadlines) {
   Pair p;
   FrameConnection conn(p.fds[0]);
   EXPECT_EQ(conn.ReadFrame(50, 1000, nullptr).outcome, FrameConnection::Outcome::kIdleTimeout);
-  ASSERT_EQ(::write(p.fds[1], "\0\0\0\x05ab", 6), 6);  // a frame that never finishes
+  ASSERT_EQ(::write(p.fds[1], "\0\0\0\x05" "ab", 6), 6);  // a frame that never finishes
   EXPECT_EQ(conn.ReadFrame(1000, 50, nullptr).outcome, FrameConnection::Outcome::kFrameTimeout);
 }
 
