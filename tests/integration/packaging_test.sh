@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# cmake --install puts everything in place, and the installed units pass systemd's checks:
+# `systemd-analyze verify`, and a `systemd-analyze security` exposure rated OK or better.
+set -euo pipefail
+build="$1"
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+
+for f in bin/llmd bin/llmctl bin/llmd-mkmodel include/llmd/llmd.h include/llmd/client.h \
+         lib/systemd/system/llmd.service lib/systemd/system/llmd.socket \
+         lib/sysusers.d/llmd.conf lib/tmpfiles.d/llmd.conf etc/llmd/llmd.toml share/doc/llmd/protocol.md; do
+  [[ -e "$prefix/$f" ]] || { echo "packaging: $f was not installed" >&2; exit 1; }
+done
+ls "$prefix"/lib*/libllmd.so >/dev/null
+grep -q "ExecStart=$prefix/bin/llmd --config $prefix/etc/llmd/llmd.toml" "$prefix/lib/systemd/system/llmd.service"
+
+systemd-analyze verify "$prefix/lib/systemd/system/llmd.socket" "$prefix/lib/systemd/system/llmd.service"
+rating=$(systemd-analyze security --offline=true --no-pager "$prefix/lib/systemd/system/llmd.service" | tail -1)
+echo "packaging: $rating"
+[[ "$rating" =~ (SAFE|OK) ]] || { echo "packaging: exposure is worse than OK" >&2; exit 1; }
+grep -q "^SocketMode=0660" "$prefix/lib/systemd/system/llmd.socket"
+grep -q "^SocketUser=" "$prefix/lib/systemd/system/llmd.socket"
+grep -q "^SocketGroup=" "$prefix/lib/systemd/system/llmd.socket"
+echo "packaging: ok"
