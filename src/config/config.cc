@@ -131,6 +131,9 @@ const std::vector<Key>& Keys() {
        "Deadline for a whole generation", U32(&DaemonConfig::request_timeout_ms, 10, 86400000)},
       {"queue_depth", {"--queue-depth"}, {"LLMD_QUEUE_DEPTH"}, "Requests that may wait for the engine",
        U32(&DaemonConfig::queue_depth, 1, 4096)},
+      {"parallel", {"--parallel", "-np"}, {"LLMD_PARALLEL"},
+       "Requests decoded together (continuous batching slots), each with its own context",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.sequences, 1, 64); }},
       {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",
        [](DaemonConfig& c, const std::string& v) {
          return ParseInt(v, &c.engine.context_tokens, 1, 1 << 24);

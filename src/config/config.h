@@ -15,7 +15,8 @@
 namespace llmd::config {
 
 struct DaemonConfig {
-  engine::EngineConfig engine;       // model_path, max_context_len, threads, ...
+  engine::EngineConfig engine;       // model_path, max_context_len, parallel, threads, ...
+  DaemonConfig() { engine.sequences = 4; }
   engine::SamplingParams sampling;   // defaults for requests that do not set them
   uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)
   std::string system_prompt = "You are a helpful assistant. Answer briefly.";

@@ -128,6 +128,7 @@ class Handler {
     sched::Job job;
     job.system = req.params.system.value_or(c.system_prompt);
     job.user = req.prompt;
+    job.sanitize = c.content_safety_check;
     if (job.user.empty() || std::all_of(job.user.begin(), job.user.end(), [](char ch) {
           return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
         })) {

@@ -62,11 +62,12 @@ Status Daemon::Start() {
   engine::ModelInfo info = engine->model_info();
   Log(LogLevel::kInfo, "model_loaded",
       {{"model", info.description}, {"load_ms", Ms(engine->last_stats().load_ms)},
-       {"context", std::to_string(info.context_tokens)},
+       {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
+       {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
        {"template", info.has_chat_template ? "model" : "chatml"}});
 
   ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
-  worker_ = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth);
+  worker_ = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
   rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
   ctx_.worker = worker_.get();

@@ -27,6 +27,8 @@ struct ModelInfo {
   int32_t vocab_size = 0;
   bool has_chat_template = false;  // false: the ChatML fallback is used
   uint8_t device_index = 0;  // the main device's index among the build's devices (0: CPU)
+  int32_t sequences = 1;     // sequences that can decode together
+  uint64_t kv_cache_bytes = 0;
 };
 
 // A multi-turn conversation that keeps the exact tokens it fed and generated, so turn N+1
@@ -44,6 +46,24 @@ class ChatSession {
   // Every token of the conversation so far, in order.
   virtual const std::vector<TokenId>& tokens() const = 0;
   virtual int32_t turns() const = 0;
+};
+
+// One token of a multi-sequence decode step (see Engine::DecodeBatch).
+struct DecodeItem {
+  int32_t sequence = 0;  // 0 .. sequences-1
+  int32_t position = 0;  // the token's position in its sequence
+  TokenId token = 0;
+  bool logits = false;   // sample after this token (its index in the batch is the output index)
+};
+
+// A per-request sampling state (penalties remember what it sampled). Engine thread only;
+// must not outlive its Engine.
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  // Samples from the logits of batch item `output_index` of the last DecodeBatch, and
+  // remembers the token.
+  virtual TokenId Sample(int32_t output_index) = 0;
 };
 
 class Engine {
@@ -80,6 +100,23 @@ class Engine {
   // renders them as nothing, as generation output does.
   virtual Result<std::string> Detokenize(const std::vector<TokenId>& tokens,
                                          bool render_special) const = 0;
+
+  // --- Multi-sequence decoding, for the scheduler. The single-sequence calls above use
+  // sequence 0; do not mix the two on one engine at the same time.
+
+  int32_t sequences() const { return model_info().sequences; }
+  // The whole prompt of a one-shot chat request, as Generate would feed it: the user text
+  // sanitized (`sanitize` false: only checked for valid UTF-8), the template applied.
+  virtual Result<std::vector<TokenId>> ChatPrompt(std::string_view system, std::string_view user,
+                                                  bool sanitize) const = 0;
+  // Decodes one batch (prompt chunks and/or one new token per sequence) in one llama_decode.
+  virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
+  // Drops the KV cache of `sequence` from `position` on.
+  virtual void TruncateSequence(int32_t sequence, int32_t position) = 0;
+  virtual Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) = 0;
+  virtual bool IsEndOfGeneration(TokenId token) const = 0;
+  // The bytes of a token as generated text (control tokens render as nothing).
+  virtual std::string TokenText(TokenId token) const = 0;
 
   // Stats of the most recent generation.
   virtual GenerationStats last_stats() const = 0;

@@ -19,7 +19,8 @@ using TokenId = int32_t;
 // How the engine loads a model and sizes its context.
 struct EngineConfig {
   std::string model_path;
-  int32_t context_tokens = 2048;   // KV cache size (the seed's max_context_len)
+  int32_t context_tokens = 2048;   // KV cache per sequence (the seed's max_context_len)
+  int32_t sequences = 1;           // sequences decoded together (continuous batching slots)
   int32_t batch_tokens = 512;      // prompt tokens per decode call
   int32_t threads = 0;             // 0: one per online CPU
   int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all

@@ -3,7 +3,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "chat/think_stripper.h"
 #include "common/clock.h"
+#include "common/utf8.h"
 
 namespace llmd::sched {
 
@@ -34,10 +38,39 @@ std::optional<JobEvent> JobChannel::TryPop() {
   return e;
 }
 
-EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth)
-    : queue_depth_(queue_depth), engine_(std::move(engine)) {
+namespace {
+int64_t NowMs() { return RealClock::Get().NowMs(); }
+}  // namespace
+
+// One KV sequence and the job running on it (engine thread only).
+struct EngineWorker::Slot {
+  int32_t sequence = 0;
+  std::vector<engine::TokenId> resident;  // tokens in this sequence's KV cache, positions 0..n-1
+  int64_t last_used = 0;
+
+  bool busy = false;
+  Job job;
+  std::vector<engine::TokenId> prompt;
+  size_t prefilled = 0;               // prompt tokens in the cache
+  std::unique_ptr<engine::Sampler> sampler;
+  int64_t budget = 0;                 // tokens still allowed
+  engine::TokenId pending = 0;        // sampled, not yet decoded
+  bool has_pending = false;
+  Utf8StreamAssembler utf8;
+  chat::ThinkStripper think;
+  engine::Completion out;
+  int64_t prefill_start_ms = 0, first_token_ms = 0;
+  double prefill_end_ms = 0;
+};
+
+EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth, int32_t batch_tokens)
+    : queue_depth_(queue_depth), engine_(std::move(engine)), batch_tokens_(std::max(1, batch_tokens)) {
+  for (int32_t i = 0; i < engine_->sequences(); ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->sequence = i;
+  }
   PublishHealth();
-  last_progress_ms_ = RealClock::Get().NowMs();
+  last_progress_ms_ = NowMs();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -54,6 +87,7 @@ Status EngineWorker::Submit(Job job) {
                                   " waiting); retry later");
   }
   job.options.cancel = job.channel->cancel_flag();
+  job.submitted_ms = NowMs();
   queue_.push_back(std::move(job));
   cv_.notify_one();
   return Status::Ok();
@@ -71,7 +105,7 @@ void EngineWorker::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     dropped.swap(queue_);
-    if (running_) running_->Cancel();
+    for (auto& ch : running_) ch->Cancel();
     cv_.notify_one();
   }
   for (auto& job : dropped) {
@@ -91,55 +125,224 @@ size_t EngineWorker::queued() const {
 void EngineWorker::PublishHealth() {
   model_loaded_ = engine_ && engine_->loaded();
   device_index_ = engine_ ? engine_->model_info().device_index : 0;
-  kv_usage_ = engine_ ? engine_->kv_cache_usage() : 0.0f;
+  if (!engine_ || slots_.empty()) {
+    kv_usage_ = 0.0f;
+    return;
+  }
+  size_t used = 0;
+  for (const auto& s : slots_) used += s->resident.size();
+  const double cells = static_cast<double>(engine_->model_info().context_tokens) * slots_.size();
+  kv_usage_ = static_cast<float>(used / cells);
+}
+
+bool EngineWorker::AnyBusy() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
 }
 
 void EngineWorker::Run() {
   while (true) {
-    Job job;
+    std::vector<Job> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      // Wake up now and then so the watchdog sees a live thread while idle.
-      while (!stopping_ && queue_.empty() && !pending_) {
+      // Idle: wake now and then so the watchdog sees a live thread.
+      while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
         cv_.wait_for(lock, std::chrono::seconds(1));
-        last_progress_ms_ = RealClock::Get().NowMs();
+        last_progress_ms_ = NowMs();
       }
-      if (pending_) {
-        engine_ = std::move(pending_);  // the old engine is released here, between jobs
+      if (stopping_ && !AnyBusy()) return;
+      // A new engine is swapped in between jobs: hold admissions until the slots drain.
+      if (pending_ && !AnyBusy()) {
+        engine_ = std::move(pending_);  // the old engine is released here
+        for (auto& s : slots_) s->resident.clear();
         PublishHealth();
-        if (queue_.empty()) continue;
       }
-      if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = job.channel;
+      size_t free_slots = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
+      while (!pending_ && !stopping_ && free_slots > 0 && !queue_.empty()) {
+        admitted.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        running_.push_back(admitted.back().channel);
+        --free_slots;
+      }
     }
-    RunJob(job);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_.reset();
-    }
-    last_progress_ms_ = RealClock::Get().NowMs();
+    for (auto& job : admitted) Admit(std::move(job));
+    if (Step()) last_progress_ms_ = NowMs();
     PublishHealth();
   }
 }
 
-void EngineWorker::RunJob(Job& job) {
-  JobChannel& ch = *job.channel;
-  engine::TextSink sink = [&](std::string_view text) {
-    last_progress_ms_ = RealClock::Get().NowMs();
-    kv_usage_ = engine_->kv_cache_usage();
-    if (job.stream) ch.Push({JobEvent::Type::kText, std::string(text), {}, {}});
-    return true;
-  };
-  // Each request stands alone, as in the reference daemon; the engine still reuses a shared
-  // prompt prefix from its cache.
-  auto result = engine_->Generate(job.system, job.user, job.options, sink);
-  if (result.has_value()) {
-    ch.Push({JobEvent::Type::kDone, {}, std::move(*result), {}});
-  } else {
-    ch.Push({JobEvent::Type::kError, {}, {}, result.error()});
+void EngineWorker::Admit(Job job) {
+  auto prompt = engine_->ChatPrompt(job.system, job.user, job.sanitize);
+  Status error = prompt.has_value() ? job.options.sampling.Validate() : prompt.error();
+  if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
+  const int64_t n_ctx = engine_->model_info().context_tokens;
+  if (error.ok() && static_cast<int64_t>(prompt->size()) >= n_ctx) {
+    error = InvalidArgumentError("prompt too long (" + std::to_string(prompt->size()) +
+                                 " tokens >= context of " + std::to_string(n_ctx) + ")");
   }
+  std::unique_ptr<engine::Sampler> sampler;
+  if (error.ok()) {
+    auto s = engine_->NewSampler(job.options.sampling);
+    if (s.has_value()) sampler = std::move(*s);
+    else error = s.error();
+  }
+  if (!error.ok()) {
+    job.channel->Push({JobEvent::Type::kError, {}, {}, error});
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
+
+  // The free slot whose cache shares the longest prefix with this prompt; else the least
+  // recently used one.
+  Slot* best = nullptr;
+  size_t best_common = 0;
+  for (auto& s : slots_) {
+    if (s->busy) continue;
+    size_t common = std::mismatch(s->resident.begin(), s->resident.end(), prompt->begin(), prompt->end()).first -
+                    s->resident.begin();
+    if (best == nullptr || common > best_common || (common == best_common && s->last_used < best->last_used)) {
+      best = s.get();
+      best_common = common;
+    }
+  }
+  Slot& slot = *best;
+  // At least the last prompt token is decoded anew, for its logits.
+  size_t keep = std::min(best_common, prompt->size() - 1);
+  engine_->TruncateSequence(slot.sequence, static_cast<int32_t>(keep));
+  slot.resident.resize(keep);
+
+  slot.busy = true;
+  slot.last_used = ++use_counter_;
+  slot.prompt = std::move(*prompt);
+  slot.prefilled = keep;
+  slot.sampler = std::move(sampler);
+  slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
+  slot.has_pending = false;
+  slot.utf8 = Utf8StreamAssembler();
+  slot.think = chat::ThinkStripper();
+  slot.out = engine::Completion();
+  slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
+  slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
+  slot.prefill_start_ms = 0;
+  slot.job = std::move(job);
+  if (slot.budget <= 0) Finish(slot, engine::FinishReason::kLength);
+}
+
+bool EngineWorker::Step() {
+  // Cancelled jobs end before any more work is spent on them.
+  for (auto& s : slots_) {
+    if (s->busy && s->job.channel->cancel_flag()->load()) Finish(*s, engine::FinishReason::kCancelled);
+  }
+  std::vector<engine::DecodeItem> batch;
+  std::vector<std::pair<Slot*, int32_t>> outputs;  // slot, its logits' index in the batch
+  // Generating slots first: one token each, so streams keep flowing.
+  for (auto& s : slots_) {
+    if (!s->busy || !s->has_pending) continue;
+    outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size()));
+    batch.push_back({s->sequence, static_cast<int32_t>(s->resident.size()), s->pending, true});
+  }
+  // Then prompt chunks, within the step's token budget.
+  for (auto& s : slots_) {
+    if (!s->busy || s->has_pending || s->prefilled >= s->prompt.size()) continue;
+    int64_t room = batch_tokens_ - static_cast<int64_t>(batch.size());
+    if (room <= 0) break;
+    if (s->prefill_start_ms == 0) s->prefill_start_ms = NowMs();
+    size_t n = std::min<size_t>(room, s->prompt.size() - s->prefilled);
+    for (size_t i = 0; i < n; ++i) {
+      size_t at = s->prefilled + i;
+      bool last = at + 1 == s->prompt.size();
+      if (last) outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size()));
+      batch.push_back({s->sequence, static_cast<int32_t>(at), s->prompt[at], last});
+    }
+  }
+  if (batch.empty()) return false;
+
+  Status st = engine_->DecodeBatch(batch);
+  if (!st.ok()) {
+    for (auto& s : slots_) {
+      if (s->busy) Fail(*s, st);
+    }
+    return true;
+  }
+  // Record what is now in each sequence's cache.
+  for (const auto& item : batch) {
+    Slot& s = *slots_[item.sequence];
+    s.resident.push_back(item.token);
+    if (!s.has_pending) s.prefilled = std::max(s.prefilled, static_cast<size_t>(item.position) + 1);
+  }
+  for (auto& [slot, index] : outputs) {
+    if (!slot->has_pending) slot->prefill_end_ms = static_cast<double>(NowMs());
+    slot->has_pending = false;
+    Sample(*slot, index);
+  }
+  return true;
+}
+
+void EngineWorker::Sample(Slot& slot, int32_t output_index) {
+  engine::GenerationStats& st = slot.out.stats;
+  engine::TokenId token = slot.sampler->Sample(output_index);
+  const int64_t now = NowMs();
+  if (st.generated_tokens == 0 && slot.first_token_ms == 0) {
+    slot.first_token_ms = now;
+    st.ttft_ms = static_cast<double>(now - slot.job.submitted_ms);
+    st.prefill_ms = slot.prefill_end_ms - static_cast<double>(slot.prefill_start_ms);
+  }
+  if (engine_->IsEndOfGeneration(token)) {
+    Finish(slot, engine::FinishReason::kStop);
+    return;
+  }
+  slot.out.tokens.push_back(token);
+  ++st.generated_tokens;
+  std::string text = slot.utf8.Push(engine_->TokenText(token));
+  if (slot.job.options.strip_think) text = slot.think.Push(text);
+  if (!text.empty()) {
+    slot.out.text += text;
+    if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, text, {}, {}});
+  }
+  if (--slot.budget <= 0) {
+    Finish(slot, engine::FinishReason::kLength);
+    return;
+  }
+  slot.pending = token;
+  slot.has_pending = true;
+}
+
+void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
+  engine::GenerationStats& st = slot.out.stats;
+  st.finish_reason = reason;
+  if (slot.first_token_ms != 0) st.decode_ms = static_cast<double>(NowMs() - slot.first_token_ms);
+  std::string tail = slot.utf8.Finish();
+  if (slot.job.options.strip_think) tail = slot.think.Push(tail) + slot.think.Finish();
+  if (!tail.empty()) {
+    slot.out.text += tail;
+    if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, tail, {}, {}});
+  }
+  slot.job.channel->Push({JobEvent::Type::kDone, {}, std::move(slot.out), {}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, slot.job.channel);
+  }
+  slot.busy = false;
+  slot.has_pending = false;
+  slot.first_token_ms = 0;
+  slot.sampler.reset();
+  slot.job = Job();
+}
+
+void EngineWorker::Fail(Slot& slot, const Status& status) {
+  slot.job.channel->Push({JobEvent::Type::kError, {}, {}, status});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, slot.job.channel);
+  }
+  // The cache state of a failed step is unknown: start this sequence over next time.
+  engine_->TruncateSequence(slot.sequence, 0);
+  slot.resident.clear();
+  slot.busy = false;
+  slot.has_pending = false;
+  slot.first_token_ms = 0;
+  slot.sampler.reset();
+  slot.job = Job();
 }
 
 }  // namespace llmd::sched

@@ -1,9 +1,13 @@
-// EngineWorker: the one thread that owns a model's Engine. Other threads submit jobs through
-// a bounded queue and read each job's events from its own channel, so nothing ever blocks
-// on the engine except the engine thread itself.
+// EngineWorker: the one thread that owns a model's Engine and schedules it. Other threads
+// submit jobs through a bounded queue and read each job's events from its own channel, so
+// nothing ever blocks on the engine except the engine thread itself.
 //
-// This worker runs jobs one at a time; continuous batching replaces it with a scheduler
-// over the same interface.
+// Continuous batching: up to Engine::sequences() jobs run at once, one slot (KV sequence)
+// each. Every step is one decode call holding the next token of every generating slot plus
+// prompt chunks of slots still prefilling (bounded by the engine's batch size), so a long
+// prompt never stalls running streams and new jobs join between steps. A new job takes the
+// free slot whose cached tokens share the longest prefix with its prompt (the same system
+// prompt, say) and prefills only the rest; otherwise the least recently used slot.
 //
 // Thread-safety: every public method is thread-safe. Lifetime: channels may outlive the
 // worker (shared ownership between the worker and the requester).
@@ -19,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -61,6 +66,8 @@ class JobChannel {
 struct Job {
   std::string system;
   std::string user;
+  bool sanitize = true;             // apply the seed's input sanitizer to `user`
+  int64_t submitted_ms = 0;         // set by Submit (RealClock)
   engine::GenerateOptions options;  // options.cancel is set to the channel's flag
   bool stream = false;              // send kText events as text is generated
   std::shared_ptr<JobChannel> channel;
@@ -76,12 +83,13 @@ struct HealthSnapshot {
 class EngineWorker {
  public:
   // Takes a loaded engine and starts the thread.
-  explicit EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth);
+  EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth, int32_t batch_tokens);
   ~EngineWorker();  // stops the thread; queued jobs get an Unavailable error
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
 
   // Queues a job. ResourceExhausted when the queue is full, Unavailable once stopping.
+  // `batch_tokens` bounds the tokens of one decode step.
   Status Submit(Job job);
 
   // Replaces the engine between jobs; the old one serves until then and is then released.
@@ -97,19 +105,28 @@ class EngineWorker {
   size_t queued() const;
 
  private:
+  struct Slot;
   void Run();
-  void RunJob(Job& job);
+  void Admit(Job job);
+  bool Step();  // one decode step over the busy slots; false when there was nothing to do
+  void Sample(Slot& slot, int32_t output_index);
+  void Finish(Slot& slot, engine::FinishReason reason);
+  void Fail(Slot& slot, const Status& status);
+  bool AnyBusy() const;
   void PublishHealth();
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;                    // guarded by mu_
   std::unique_ptr<engine::Engine> pending_;  // guarded by mu_: the engine to swap in
-  std::shared_ptr<JobChannel> running_;      // guarded by mu_
+  std::vector<std::shared_ptr<JobChannel>> running_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
   const size_t queue_depth_;
 
   std::unique_ptr<engine::Engine> engine_;  // engine thread only
+  std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only
+  const int32_t batch_tokens_;
+  int64_t use_counter_ = 0;                 // engine thread only: LRU clock
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};

@@ -249,6 +249,42 @@ TEST(DaemonHealth, IsAnsweredWhileAGenerationRuns) {
   EXPECT_FALSE(finished) << "the generation had already ended; the test proves nothing";
 }
 
+TEST(DaemonBatching, FourInterleavedStreamsEachMatchTheirSoloRun) {
+  DaemonProcess d({"--parallel", "4", "--max-new-tokens", "4096"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  const std::vector<std::string> prompts = {"Tell me about the sea.", "Write a poem about rain.",
+                                            "List some prime numbers.", "Describe a busy city street at night."};
+  GenerateOptions o;
+  o.max_tokens = 200;
+  o.temperature = 0.0f;
+  LlmClient client(d.socket());
+  std::vector<std::string> solo;
+  for (const auto& p : prompts) {
+    auto g = client.GenerateStream(p, o, nullptr);
+    ASSERT_TRUE(g.has_value()) << g.error().ToString();
+    solo.push_back(g->text);
+  }
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::string> together(4);
+  std::vector<Clock::time_point> first(4), last(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      LlmClient c(d.socket());
+      auto g = c.GenerateStream(prompts[i], o, [&](std::string_view) {
+        if (first[i] == Clock::time_point()) first[i] = Clock::now();
+        last[i] = Clock::now();
+        return true;
+      });
+      if (g.has_value()) together[i] = g->text;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i], solo[i]) << "stream " << i << " changed when batched";
+  // They really ran at the same time: every stream had started before any had finished.
+  EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
+}
+
 TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
   LlmClient client(daemon_->socket());
   auto reference = client.Generate("Count slowly.", 16);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -43,6 +44,18 @@ void InitBackendOnce(bool verbose) {
   });
 }
 
+// What the KV cache takes when full: K and V for every layer and cell, at the cache type's
+// size. The head size comes from the model (Qwen3's is not n_embd / n_head).
+uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_type type, uint64_t cells) {
+  int64_t head = llama_model_n_embd(model) / std::max(1, llama_model_n_head(model));
+  char buf[32];
+  if (llama_model_meta_val_str(model, (arch + ".attention.key_length").c_str(), buf, sizeof buf) > 0) {
+    head = std::atoll(buf);
+  }
+  const uint64_t values = 2ull * llama_model_n_layer(model) * llama_model_n_head_kv(model) * head;
+  return values * ggml_type_size(type) / ggml_blck_size(type) * cells;
+}
+
 Result<ggml_type> KvCacheType(const std::string& name) {
   static const std::pair<const char*, ggml_type> kTypes[] = {
       {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
@@ -70,6 +83,18 @@ std::string JoinDevices() {
 }
 
 class LlamaEngine;
+
+class LlamaSampler final : public Sampler {
+ public:
+  LlamaSampler(llama_sampler_ptr chain, llama_context* ctx) : chain_(std::move(chain)), ctx_(ctx) {}
+  TokenId Sample(int32_t output_index) override {
+    return llama_sampler_sample(chain_.get(), ctx_, output_index);
+  }
+
+ private:
+  llama_sampler_ptr chain_;
+  llama_context* ctx_;
+};
 
 class LlamaChatSession final : public ChatSession {
  public:
@@ -130,6 +155,53 @@ class LlamaEngine final : public Engine {
   Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_bos,
                                         bool parse_special) const override;
 
+  Result<std::vector<TokenId>> ChatPrompt(std::string_view system, std::string_view user,
+                                          bool sanitize) const override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    std::string clean;
+    if (sanitize) {
+      LLMD_ASSIGN_OR_RETURN(clean, chat::SanitizeUserInput(user));
+    } else if (!IsValidUtf8(user)) {
+      return InvalidArgumentError("prompt is not valid UTF-8");
+    } else {
+      clean = std::string(user);
+    }
+    LLMD_RETURN_IF_ERROR(CheckSystem(system));
+    return TokenizePieces(chat_template_->FirstTurn(system, clean), /*first=*/true);
+  }
+
+  Status DecodeBatch(const std::vector<DecodeItem>& items) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (items.empty()) return Status::Ok();
+    llama_batch batch = llama_batch_init(static_cast<int32_t>(items.size()), 0, 1);
+    for (size_t i = 0; i < items.size(); ++i) {
+      batch.token[i] = items[i].token;
+      batch.pos[i] = items[i].position;
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = items[i].sequence;
+      batch.logits[i] = items[i].logits;
+    }
+    batch.n_tokens = static_cast<int32_t>(items.size());
+    int32_t rc = llama_decode(ctx_.get(), batch);
+    llama_batch_free(batch);
+    if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
+    return Status::Ok();
+  }
+
+  void TruncateSequence(int32_t sequence, int32_t position) override {
+    if (ctx_) llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1);
+    if (sequence == 0 && static_cast<size_t>(position) < resident_.size()) resident_.resize(position);
+  }
+
+  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    LLMD_RETURN_IF_ERROR(params.Validate());
+    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(NewSamplerChain(params), ctx_.get()));
+  }
+
+  bool IsEndOfGeneration(TokenId token) const override { return llama_vocab_is_eog(vocab_, token); }
+  std::string TokenText(TokenId token) const override { return Piece(token); }
+
   Result<std::string> Detokenize(const std::vector<TokenId>& tokens,
                                  bool render_special) const override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
@@ -147,7 +219,7 @@ class LlamaEngine final : public Engine {
 
   float kv_cache_usage() const override {
     if (!ctx_) return 0.0f;
-    return static_cast<float>(resident_.size()) / static_cast<float>(llama_n_ctx(ctx_.get()));
+    return static_cast<float>(resident_.size()) / static_cast<float>(llama_n_ctx_seq(ctx_.get()));
   }
 
   void Reset() override {
@@ -196,7 +268,7 @@ class LlamaEngine final : public Engine {
   Status Prefill(const std::vector<TokenId>& prompt, size_t from,
                  const std::atomic<bool>* cancel);
   Status DecodeOne(TokenId token);
-  llama_sampler_ptr NewSampler(const SamplingParams& p) const;
+  llama_sampler_ptr NewSamplerChain(const SamplingParams& p) const;
   std::string Piece(TokenId token, bool special = false) const;
 
   EngineConfig config_;
@@ -235,6 +307,7 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   if (config.context_tokens <= 0) return InvalidArgumentError("context must be > 0");
   if (config.batch_tokens <= 0) return InvalidArgumentError("batch_tokens must be > 0");
   if (config.threads < 0) return InvalidArgumentError("threads must be >= 0");
+  if (config.sequences < 1 || config.sequences > 64) return InvalidArgumentError("sequences must be 1..64");
   LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config.kv_cache_type));
   LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config.flash_attention));
   LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(config.model_path));
@@ -258,10 +331,12 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   int threads = config.threads > 0 ? config.threads
                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(config.context_tokens);
+  // Each sequence gets its own context_tokens of KV cache.
+  cp.n_ctx = static_cast<uint32_t>(config.context_tokens) * static_cast<uint32_t>(config.sequences);
+  cp.kv_unified = false;
   cp.n_batch = static_cast<uint32_t>(config.batch_tokens);
   cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
-  cp.n_seq_max = 1;
+  cp.n_seq_max = static_cast<uint32_t>(config.sequences);
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.flash_attn_type = fa;
@@ -298,7 +373,9 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   info_.description = desc;
   info_.file_bytes = file.file_bytes;
   info_.parameters = llama_model_n_params(model_.get());
-  info_.context_tokens = static_cast<int32_t>(llama_n_ctx(ctx_.get()));
+  info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
+  info_.sequences = config.sequences;
+  info_.kv_cache_bytes = KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
   info_.has_chat_template = chat_template_->from_model();
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
@@ -336,7 +413,7 @@ std::string LlamaEngine::Piece(TokenId token, bool special) const {
   return big;
 }
 
-llama_sampler_ptr LlamaEngine::NewSampler(const SamplingParams& p) const {
+llama_sampler_ptr LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
   auto params = llama_sampler_chain_default_params();
   params.no_perf = true;
   llama_sampler_ptr chain(llama_sampler_chain_init(params));
@@ -399,7 +476,7 @@ Result<Completion> LlamaEngine::Run(std::vector<TokenId> prompt, const GenerateO
   LLMD_RETURN_IF_ERROR(options.sampling.Validate());
   if (options.max_tokens < 0) return InvalidArgumentError("max_tokens must be >= 0");
   if (prompt.empty()) return InvalidArgumentError("prompt is empty");
-  const int64_t n_ctx = llama_n_ctx(ctx_.get());
+  const int64_t n_ctx = llama_n_ctx_seq(ctx_.get());
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return InvalidArgumentError("prompt too long (" + std::to_string(prompt.size()) +
                                 " tokens >= context of " + std::to_string(n_ctx) + ")");
@@ -441,7 +518,7 @@ Result<Completion> LlamaEngine::Run(std::vector<TokenId> prompt, const GenerateO
   }
   LLMD_RETURN_IF_ERROR(prefill);
 
-  llama_sampler_ptr sampler = NewSampler(options.sampling);
+  llama_sampler_ptr sampler = NewSamplerChain(options.sampling);
   Utf8StreamAssembler utf8;
   chat::ThinkStripper think;
   std::string visible;
