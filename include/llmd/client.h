@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "llmd/result.h"
 
@@ -57,6 +58,20 @@ struct Generation {
   std::string finish_reason;  // "stop", "length" or "cancelled"
 };
 
+// Counters since the daemon started.
+struct ServerStats {
+  uint32_t requests = 0;
+  uint32_t generated_tokens = 0;
+  float ttft_p50_ms = 0;
+  float ttft_p95_ms = 0;
+  float prefill_tokens_per_second = 0;
+  float decode_tokens_per_second = 0;
+  float cached_token_ratio = 0;
+  uint32_t active = 0;
+  uint32_t queued = 0;
+  uint32_t sessions = 0;
+};
+
 struct Health {
   bool model_loaded = false;
   uint8_t npu_core = 0;
@@ -77,6 +92,17 @@ class LlmClient {
   // returned Generation has the whole text and the daemon's statistics.
   ClientResult<Generation> GenerateStream(std::string_view prompt, const GenerateOptions& options,
                                           const std::function<bool(std::string_view)>& on_text) const;
+
+  // One turn of a chat session kept by the daemon (created on first use): only the new
+  // message is sent, and the daemon reuses the cached tokens of the previous turns.
+  ClientResult<Generation> Chat(std::string_view session, std::string_view message,
+                                const GenerateOptions& options,
+                                const std::function<bool(std::string_view)>& on_text) const;
+  // Forgets a chat session. ServerError(InvalidPrompt) if there is none.
+  std::optional<ClientError> EndSession(std::string_view session) const;
+
+  ClientResult<ServerStats> Stats() const;
+  ClientResult<std::vector<std::string>> Models() const;
 
   ClientResult<Health> HealthCheck() const;
 

@@ -130,6 +130,48 @@ const char* FinishName(proto::FinishReason f) {
   return "unknown";
 }
 
+// A streamed generation (GenerateStream or Chat): Token frames until Done or Error.
+ClientResult<Generation> Stream(const std::string& path, std::chrono::milliseconds timeout,
+                                proto::Request::Type type, std::string_view session, std::string_view prompt,
+                                const GenerateOptions& o, const std::function<bool(std::string_view)>& on_text) {
+  Connection c;
+  if (auto e = c.Open(path)) return *e;
+  proto::Request req;
+  req.type = type;
+  req.session = std::string(session);
+  req.prompt = std::string(prompt);
+  req.max_tokens = o.max_tokens;
+  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed};
+  if (auto e = c.Send(req, timeout)) return *e;
+  Generation g;
+  while (true) {
+    auto resp = c.Receive(timeout);
+    if (!resp.has_value()) return resp.error();
+    switch (resp->type) {
+      case proto::Response::Type::kToken:
+        g.text += resp->text;
+        if (on_text && !on_text(resp->text)) {
+          g.finish_reason = "cancelled";
+          return g;  // closing the connection cancels the generation
+        }
+        break;
+      case proto::Response::Type::kDone:
+        g.tokens_generated = resp->tokens_generated;
+        g.prompt_tokens = resp->stats.prompt_tokens;
+        g.cached_tokens = resp->stats.cached_tokens;
+        g.prefill_ms = resp->stats.prefill_ms;
+        g.ttft_ms = resp->stats.ttft_ms;
+        g.decode_ms = resp->stats.decode_ms;
+        g.finish_reason = FinishName(resp->stats.finish_reason);
+        return g;
+      case proto::Response::Type::kError:
+        return ServerError(*resp);
+      default:
+        return Unexpected(*resp);
+    }
+  }
+}
+
 }  // namespace
 
 std::string ClientError::ToString() const {
@@ -164,42 +206,46 @@ ClientResult<Generation> LlmClient::Generate(std::string_view prompt, std::optio
 
 ClientResult<Generation> LlmClient::GenerateStream(std::string_view prompt, const GenerateOptions& o,
                                                    const std::function<bool(std::string_view)>& on_text) const {
-  Connection c;
-  if (auto e = c.Open(socket_path_)) return *e;
-  proto::Request req;
-  req.type = proto::Request::Type::kGenerateStream;
-  req.prompt = std::string(prompt);
-  req.max_tokens = o.max_tokens;
-  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed};
-  if (auto e = c.Send(req, timeout_)) return *e;
-  Generation g;
-  while (true) {
-    auto resp = c.Receive(timeout_);
-    if (!resp.has_value()) return resp.error();
-    switch (resp->type) {
-      case proto::Response::Type::kToken:
-        g.text += resp->text;
-        if (on_text && !on_text(resp->text)) {
-          g.finish_reason = "cancelled";
-          return g;  // closing the connection cancels the generation
-        }
-        break;
-      case proto::Response::Type::kDone:
-        g.tokens_generated = resp->tokens_generated;
-        g.prompt_tokens = resp->stats.prompt_tokens;
-        g.cached_tokens = resp->stats.cached_tokens;
-        g.prefill_ms = resp->stats.prefill_ms;
-        g.ttft_ms = resp->stats.ttft_ms;
-        g.decode_ms = resp->stats.decode_ms;
-        g.finish_reason = FinishName(resp->stats.finish_reason);
-        return g;
-      case proto::Response::Type::kError:
-        return ServerError(*resp);
-      default:
-        return Unexpected(*resp);
-    }
-  }
+  return Stream(socket_path_, timeout_, proto::Request::Type::kGenerateStream, "", prompt, o, on_text);
 }
+
+ClientResult<Generation> LlmClient::Chat(std::string_view session, std::string_view message,
+                                         const GenerateOptions& o,
+                                         const std::function<bool(std::string_view)>& on_text) const {
+  return Stream(socket_path_, timeout_, proto::Request::Type::kChat, session, message, o, on_text);
+}
+
+std::optional<ClientError> LlmClient::EndSession(std::string_view session) const {
+  proto::Request req = Simple(proto::Request::Type::kEndSession);
+  req.session = std::string(session);
+  Connection c;
+  auto resp = RoundTrip(c, socket_path_, req, timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kAck) return Unexpected(*resp);
+  return std::nullopt;
+}
+
+ClientResult<ServerStats> LlmClient::Stats() const {
+  Connection c;
+  auto resp = RoundTrip(c, socket_path_, Simple(proto::Request::Type::kStats), timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kServerStats) return Unexpected(*resp);
+  const auto& s = resp->server_stats;
+  return ServerStats{s.requests, s.generated_tokens, s.ttft_p50_ms, s.ttft_p95_ms, s.prefill_tokens_per_second,
+                     s.decode_tokens_per_second, s.cached_token_ratio, s.active, s.queued, s.sessions};
+}
+
+ClientResult<std::vector<std::string>> LlmClient::Models() const {
+  Connection c;
+  auto resp = RoundTrip(c, socket_path_, Simple(proto::Request::Type::kModels), timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kModels) return Unexpected(*resp);
+  return std::move(resp->models);
+}
+
 
 ClientResult<Health> LlmClient::HealthCheck() const {
   Connection c;

@@ -134,6 +134,9 @@ const std::vector<Key>& Keys() {
       {"parallel", {"--parallel", "-np"}, {"LLMD_PARALLEL"},
        "Requests decoded together (continuous batching slots), each with its own context",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.sequences, 1, 64); }},
+      {"max_sessions", {"--max-sessions"}, {"LLMD_MAX_SESSIONS"},
+       "Chat sessions kept; the least recently used is dropped beyond this",
+       U32(&DaemonConfig::max_sessions, 1, 100000)},
       {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",
        [](DaemonConfig& c, const std::string& v) {
          return ParseInt(v, &c.engine.context_tokens, 1, 1 << 24);

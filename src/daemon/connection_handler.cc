@@ -34,6 +34,24 @@ std::string RateLimitedMessage(int64_t wait_ms) {
   return "rate limited, retry after " + std::to_string(wait_ms) + " ms";
 }
 
+// A model's name: its file name without the directory and the .gguf extension.
+std::string ModelName(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+Response StatsResponse(const ServerContext& ctx) {
+  sched::WorkerStats w = ctx.worker->stats();
+  Response r;
+  r.type = Response::Type::kServerStats;
+  r.server_stats = {w.requests, static_cast<uint32_t>(std::min<uint64_t>(w.generated_tokens, UINT32_MAX)),
+                    static_cast<float>(w.ttft_p50_ms), static_cast<float>(w.ttft_p95_ms),
+                    static_cast<float>(w.prefill_tokens_per_second), static_cast<float>(w.decode_tokens_per_second),
+                    static_cast<float>(w.cached_token_ratio), w.active, w.queued, w.sessions};
+  return r;
+}
+
 Response HealthResponse(const ServerContext& ctx) {
   sched::HealthSnapshot h = ctx.worker->health();
   Response r;
@@ -118,7 +136,23 @@ class Handler {
         return Shutdown(peer_, ctx_, [&](const Response& r) { return Send(r); });
       case Request::Type::kGenerate:
       case Request::Type::kGenerateStream:
+      case Request::Type::kChat:
         return Generate(req);
+      case Request::Type::kEndSession: {
+        Status s = ctx_.worker->EndSession(req.session);
+        if (!s.ok()) return SendError(s, false);
+        Response ack;
+        ack.type = Response::Type::kAck;
+        return Send(ack);
+      }
+      case Request::Type::kStats:
+        return Send(StatsResponse(ctx_));
+      case Request::Type::kModels: {
+        Response r;
+        r.type = Response::Type::kModels;
+        r.models = {ModelName(config_->engine.model_path)};
+        return Send(r);
+      }
     }
     return false;
   }
@@ -145,7 +179,13 @@ class Handler {
     if (p.repeat_penalty) job.options.sampling.repeat_penalty = *p.repeat_penalty;
     if (p.seed) job.options.sampling.seed = *p.seed;
     LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
-    job.stream = req.type == Request::Type::kGenerateStream;
+    job.stream = req.type != Request::Type::kGenerate;
+    if (req.type == Request::Type::kChat) {
+      if (req.session.empty() || req.session.size() > 256) {
+        return InvalidArgumentError("session id must be 1..256 bytes");
+      }
+      job.session = req.session;
+    }
     job.channel = std::make_shared<sched::JobChannel>();
     return job;
   }
@@ -264,6 +304,7 @@ proto::ErrorCode WireCode(const Status& s, bool seed) {
     case StatusCode::kDeadlineExceeded: return ErrorCode::kTimeout;
     case StatusCode::kCancelled: return seed ? ErrorCode::kGenerationFailed : ErrorCode::kCancelled;
     case StatusCode::kUnimplemented: return seed ? ErrorCode::kInternalError : ErrorCode::kUnsupported;
+    case StatusCode::kNotFound: return ErrorCode::kInvalidPrompt;
     case StatusCode::kInternal:
     case StatusCode::kCorruption: return ErrorCode::kGenerationFailed;
     default: return ErrorCode::kInternalError;

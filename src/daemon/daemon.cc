@@ -68,6 +68,7 @@ Status Daemon::Start() {
 
   ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
   worker_ = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
+  worker_->set_max_sessions(c.max_sessions);
   rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
   ctx_.worker = worker_.get();

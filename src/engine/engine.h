@@ -109,6 +109,9 @@ class Engine {
   // sanitized (`sanitize` false: only checked for valid UTF-8), the template applied.
   virtual Result<std::vector<TokenId>> ChatPrompt(std::string_view system, std::string_view user,
                                                   bool sanitize) const = 0;
+  // What follows a previous reply's tokens to start the next chat turn (ChatSession's rule).
+  virtual Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
+                                                      bool sanitize) const = 0;
   // Decodes one batch (prompt chunks and/or one new token per sequence) in one llama_decode.
   virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
   // Drops the KV cache of `sequence` from `position` on.

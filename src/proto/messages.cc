@@ -59,11 +59,13 @@ Response Response::Error(ErrorCode code, std::string message) {
 std::string EncodeRequest(const Request& r) {
   PostcardWriter w;
   w.Varint(static_cast<uint32_t>(r.type));
-  if (r.type == Request::Type::kGenerate || r.type == Request::Type::kGenerateStream) {
+  if (r.type == Request::Type::kChat || r.type == Request::Type::kEndSession) w.String(r.session);
+  if (r.type == Request::Type::kGenerate || r.type == Request::Type::kGenerateStream ||
+      r.type == Request::Type::kChat) {
     w.String(r.prompt);
     w.Option(r.max_tokens, [&](uint32_t v) { w.Varint(v); });
   }
-  if (r.type == Request::Type::kGenerateStream) WriteParams(w, r.params);
+  if (r.type == Request::Type::kGenerateStream || r.type == Request::Type::kChat) WriteParams(w, r.params);
   return w.Take();
 }
 
@@ -75,13 +77,21 @@ Result<Request> DecodeRequest(std::string_view payload) {
   switch (variant) {
     case 0:
     case 3:
+    case 4:
       req.type = static_cast<Request::Type>(variant);
+      if (variant == 4) LLMD_RETURN_IF_ERROR(r.String(&req.session));
       LLMD_RETURN_IF_ERROR(r.String(&req.prompt));
       LLMD_RETURN_IF_ERROR(r.Option(&req.max_tokens, [&](uint32_t* v) { return r.Varint32(v); }));
-      if (variant == 3) LLMD_RETURN_IF_ERROR(ReadParams(r, &req.params));
+      if (variant != 0) LLMD_RETURN_IF_ERROR(ReadParams(r, &req.params));
+      break;
+    case 5:
+      req.type = Request::Type::kEndSession;
+      LLMD_RETURN_IF_ERROR(r.String(&req.session));
       break;
     case 1:
     case 2:
+    case 6:
+    case 7:
       req.type = static_cast<Request::Type>(variant);
       break;
     default:
@@ -119,6 +129,25 @@ std::string EncodeResponse(const Response& r) {
       w.F32(r.stats.ttft_ms);
       w.F32(r.stats.decode_ms);
       w.Varint(static_cast<uint32_t>(r.stats.finish_reason));
+      break;
+    case Response::Type::kAck:
+      break;
+    case Response::Type::kServerStats: {
+      const ServerStats& st = r.server_stats;
+      w.Varint(st.requests);
+      w.Varint(st.generated_tokens);
+      for (float f : {st.ttft_p50_ms, st.ttft_p95_ms, st.prefill_tokens_per_second,
+                      st.decode_tokens_per_second, st.cached_token_ratio}) {
+        w.F32(f);
+      }
+      w.Varint(st.active);
+      w.Varint(st.queued);
+      w.Varint(st.sessions);
+      break;
+    }
+    case Response::Type::kModels:
+      w.Varint(r.models.size());
+      for (const auto& m : r.models) w.String(m);
       break;
   }
   return w.Take();
@@ -162,6 +191,29 @@ Result<Response> DecodeResponse(std::string_view payload) {
       LLMD_RETURN_IF_ERROR(r.Varint32(&finish));
       if (finish > 2) return InvalidArgumentError("unknown finish reason " + std::to_string(finish));
       resp.stats.finish_reason = static_cast<FinishReason>(finish);
+      break;
+    }
+    case 5:
+      break;
+    case 6: {
+      ServerStats& st = resp.server_stats;
+      LLMD_RETURN_IF_ERROR(r.Varint32(&st.requests));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&st.generated_tokens));
+      for (float* f : {&st.ttft_p50_ms, &st.ttft_p95_ms, &st.prefill_tokens_per_second,
+                       &st.decode_tokens_per_second, &st.cached_token_ratio}) {
+        LLMD_RETURN_IF_ERROR(r.F32(f));
+      }
+      LLMD_RETURN_IF_ERROR(r.Varint32(&st.active));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&st.queued));
+      LLMD_RETURN_IF_ERROR(r.Varint32(&st.sessions));
+      break;
+    }
+    case 7: {
+      uint32_t n;
+      LLMD_RETURN_IF_ERROR(r.Varint32(&n));
+      if (n > r.remaining()) return InvalidArgumentError("model count " + std::to_string(n) + " exceeds the message");
+      resp.models.resize(n);
+      for (auto& m : resp.models) LLMD_RETURN_IF_ERROR(r.String(&m));
       break;
     }
     default:

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "llmd/result.h"
 
@@ -54,11 +55,16 @@ struct Request {
     kHealthCheck = 1,     // seed
     kShutdown = 2,        // seed; root only
     kGenerateStream = 3,  // GenerateStream { prompt, max_tokens: Option<u32>, params }
+    kChat = 4,            // Chat { session: String, prompt (the message), max_tokens, params }
+    kEndSession = 5,      // EndSession { session: String }
+    kStats = 6,           // Stats
+    kModels = 7,          // Models
   };
   Type type = Type::kHealthCheck;
   std::string prompt;
   std::optional<uint32_t> max_tokens;
-  GenerateParams params;  // kGenerateStream only
+  GenerateParams params;  // kGenerateStream, kChat
+  std::string session;    // kChat, kEndSession
 
   bool is_seed_request() const { return type <= Type::kShutdown; }
   friend bool operator==(const Request&, const Request&) = default;
@@ -77,6 +83,21 @@ struct Stats {
   friend bool operator==(const Stats&, const Stats&) = default;
 };
 
+// Counters since the daemon started (Stats).
+struct ServerStats {
+  uint32_t requests = 0;          // generations finished
+  uint32_t generated_tokens = 0;
+  float ttft_p50_ms = 0;          // over the last 1000 requests
+  float ttft_p95_ms = 0;
+  float prefill_tokens_per_second = 0;
+  float decode_tokens_per_second = 0;
+  float cached_token_ratio = 0;   // cached prompt tokens / prompt tokens
+  uint32_t active = 0;            // generations running now
+  uint32_t queued = 0;
+  uint32_t sessions = 0;
+  friend bool operator==(const ServerStats&, const ServerStats&) = default;
+};
+
 // LlmResponse.
 struct Response {
   enum class Type : uint32_t {
@@ -85,6 +106,9 @@ struct Response {
     kHealth = 2,     // seed: Health { model_loaded: bool, npu_core: u8, kv_cache_usage: f32 }
     kToken = 3,      // Token { text: String }: the next piece of a stream
     kDone = 4,       // Done { tokens_generated: u32, stats: Stats }: a stream's last frame
+    kAck = 5,        // Ack: the request was carried out (EndSession)
+    kServerStats = 6,  // ServerStats { ... } (Stats)
+    kModels = 7,     // Models { names: Vec<String> }
   };
   Type type = Type::kError;
   std::string text;               // kGenerated, kToken; the message for kError
@@ -94,6 +118,8 @@ struct Response {
   uint8_t npu_core = 0;
   float kv_cache_usage = 0;
   Stats stats;  // kDone
+  ServerStats server_stats;         // kServerStats
+  std::vector<std::string> models;  // kModels
 
   static Response Error(ErrorCode code, std::string message);
   friend bool operator==(const Response&, const Response&) = default;

@@ -89,6 +89,34 @@ TEST(Messages, ResponsesMatchTheDocumentedBytes) {
   ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01");
 }
 
+TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
+  Request chat = Generate("Hi", std::nullopt);
+  chat.type = Request::Type::kChat;
+  chat.session = "s1";
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00");
+  Request end;
+  end.type = Request::Type::kEndSession;
+  end.session = "s1";
+  ExpectRequestBytes(end, "05 02 73 31");
+  Request stats;
+  stats.type = Request::Type::kStats;
+  ExpectRequestBytes(stats, "06");
+  Request models;
+  models.type = Request::Type::kModels;
+  ExpectRequestBytes(models, "07");
+  Response ack;
+  ack.type = Response::Type::kAck;
+  ExpectResponseBytes(ack, "05");
+  Response list;
+  list.type = Response::Type::kModels;
+  list.models = {"qwen3", "guard"};
+  ExpectResponseBytes(list, "07 02 05 71 77 65 6e 33 05 67 75 61 72 64");
+  Response st;
+  st.type = Response::Type::kServerStats;
+  st.server_stats = {3, 300, 10.0f, 20.0f, 0, 0, 0.5f, 1, 0, 2};
+  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02");
+}
+
 TEST(Messages, ErrorCodesKeepTheSeedOrder) {
   EXPECT_EQ(static_cast<uint32_t>(ErrorCode::kModelNotLoaded), 0u);
   EXPECT_EQ(static_cast<uint32_t>(ErrorCode::kPermissionDenied), 5u);

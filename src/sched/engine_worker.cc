@@ -170,8 +170,73 @@ void EngineWorker::Run() {
   }
 }
 
+Status EngineWorker::EndSession(const std::string& session) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sessions_.erase(session) == 0) return NotFoundError("no chat session '" + session + "'");
+  return Status::Ok();
+}
+
+WorkerStats EngineWorker::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  WorkerStats s;
+  s.requests = finished_;
+  s.generated_tokens = generated_;
+  std::vector<double> sorted(ttfts_.begin(), ttfts_.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double q) { return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))]; };
+  s.ttft_p50_ms = pct(0.5);
+  s.ttft_p95_ms = pct(0.95);
+  s.prefill_tokens_per_second = prefill_ms_ > 0 ? prefilled_ * 1000.0 / prefill_ms_ : 0;
+  s.decode_tokens_per_second = decode_ms_ > 0 ? decoded_ * 1000.0 / decode_ms_ : 0;
+  s.cached_token_ratio = prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / prompt_tokens_ : 0;
+  s.active = static_cast<uint32_t>(running_.size());
+  s.queued = static_cast<uint32_t>(queue_.size());
+  s.sessions = static_cast<uint32_t>(sessions_.size());
+  return s;
+}
+
+void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_;
+  generated_ += st.generated_tokens;
+  prompt_tokens_ += st.prompt_tokens;
+  cached_tokens_ += st.cached_tokens;
+  if (st.generated_tokens > 0) {
+    prefilled_ += st.prompt_tokens - st.cached_tokens;
+    prefill_ms_ += st.prefill_ms;
+    decoded_ += st.generated_tokens - 1;
+    decode_ms_ += st.decode_ms;
+    ttfts_.push_back(st.ttft_ms);
+    if (ttfts_.size() > 1000) ttfts_.pop_front();
+  }
+}
+
 void EngineWorker::Admit(Job job) {
-  auto prompt = engine_->ChatPrompt(job.system, job.user, job.sanitize);
+  Result<std::vector<engine::TokenId>> prompt = InvalidArgumentError("unset");
+  if (job.session.empty()) {
+    prompt = engine_->ChatPrompt(job.system, job.user, job.sanitize);
+  } else {
+    // A chat turn: the session's exact tokens, then this turn's text, so the cache of the
+    // previous turn is reused as it is.
+    std::vector<engine::TokenId> history;
+    std::string system = job.system;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = sessions_.find(job.session); it != sessions_.end()) {
+        history = it->second.tokens;
+        system = it->second.system;
+      }
+    }
+    auto turn = history.empty() ? engine_->ChatPrompt(system, job.user, job.sanitize)
+                                : engine_->NextTurnPrompt(system, job.user, job.sanitize);
+    if (turn.has_value()) {
+      history.insert(history.end(), turn->begin(), turn->end());
+      prompt = std::move(history);
+      job.system = system;
+    } else {
+      prompt = turn.error();
+    }
+  }
   Status error = prompt.has_value() ? job.options.sampling.Validate() : prompt.error();
   if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
   const int64_t n_ctx = engine_->model_info().context_tokens;
@@ -316,6 +381,22 @@ void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   if (!tail.empty()) {
     slot.out.text += tail;
     if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, tail, {}, {}});
+  }
+  RecordFinished(st);
+  if (!slot.job.session.empty()) {
+    // The turn joins the session's history: exactly the tokens fed and generated.
+    std::lock_guard<std::mutex> lock(mu_);
+    Session& session = sessions_[slot.job.session];
+    session.system = slot.job.system;
+    session.tokens = slot.prompt;
+    session.tokens.insert(session.tokens.end(), slot.out.tokens.begin(), slot.out.tokens.end());
+    session.last_used = ++use_counter_;
+    while (sessions_.size() > max_sessions_) {
+      auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
+        return a.second.last_used < b.second.last_used;
+      });
+      sessions_.erase(oldest);
+    }
   }
   slot.job.channel->Push({JobEvent::Type::kDone, {}, std::move(slot.out), {}});
   {

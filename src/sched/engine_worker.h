@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,10 +68,21 @@ struct Job {
   std::string system;
   std::string user;
   bool sanitize = true;             // apply the seed's input sanitizer to `user`
+  std::string session;              // non-empty: a chat turn on this session (created if new)
   int64_t submitted_ms = 0;         // set by Submit (RealClock)
   engine::GenerateOptions options;  // options.cancel is set to the channel's flag
   bool stream = false;              // send kText events as text is generated
   std::shared_ptr<JobChannel> channel;
+};
+
+// Counters since start, for the Stats request.
+struct WorkerStats {
+  uint32_t requests = 0;
+  uint64_t generated_tokens = 0;
+  double ttft_p50_ms = 0, ttft_p95_ms = 0;
+  double prefill_tokens_per_second = 0, decode_tokens_per_second = 0;
+  double cached_token_ratio = 0;
+  uint32_t active = 0, queued = 0, sessions = 0;
 };
 
 // Health as the last finished step left it; readable without touching the engine.
@@ -91,6 +103,12 @@ class EngineWorker {
   // Queues a job. ResourceExhausted when the queue is full, Unavailable once stopping.
   // `batch_tokens` bounds the tokens of one decode step.
   Status Submit(Job job);
+
+  // Chat sessions kept at most (least recently used ones are dropped first).
+  void set_max_sessions(size_t n) { max_sessions_ = n; }
+  // Ends a chat session; NotFound if there is none by that name.
+  Status EndSession(const std::string& session);
+  WorkerStats stats() const;
 
   // Replaces the engine between jobs; the old one serves until then and is then released.
   void SwapEngine(std::unique_ptr<engine::Engine> engine);
@@ -122,6 +140,22 @@ class EngineWorker {
   std::vector<std::shared_ptr<JobChannel>> running_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
   const size_t queue_depth_;
+
+  struct Session {
+    std::string system;
+    std::vector<engine::TokenId> tokens;  // every token fed and generated so far
+    int64_t last_used = 0;
+  };
+  void RecordFinished(const engine::GenerationStats& st);
+
+  std::map<std::string, Session> sessions_;  // guarded by mu_
+  size_t max_sessions_ = 64;
+  // Stats, guarded by mu_.
+  uint32_t finished_ = 0;
+  uint64_t generated_ = 0, prompt_tokens_ = 0, cached_tokens_ = 0, prefilled_ = 0;
+  double prefill_ms_ = 0, decode_ms_ = 0;
+  uint64_t decoded_ = 0;
+  std::deque<double> ttfts_;  // the last 1000
 
   std::unique_ptr<engine::Engine> engine_;  // engine thread only
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only

@@ -85,6 +85,20 @@ TEST(DaemonClient, LlmctlGenerateHealthShutdown) {
   EXPECT_EQ(rc, 3);
   EXPECT_NE(bad.find("is llmd running?"), std::string::npos);
 
+  std::string chat = RunCommand("printf 'Hello\\nAgain\\n/reset\\nHello\\n' | " + ctl + " chat 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << chat;
+  EXPECT_NE(chat.find("(new conversation)"), std::string::npos) << chat;
+  size_t turns = 0;
+  for (size_t at = chat.find(" cached), ttft "); at != std::string::npos; at = chat.find(" cached), ttft ", at + 1)) ++turns;
+  EXPECT_EQ(turns, 3u) << "one stats line per turn: " << chat;
+  std::string stats = RunCommand(ctl + " --json stats", &rc);
+  EXPECT_EQ(rc, 0);
+  auto sj = nlohmann::json::parse(stats);
+  EXPECT_GE(sj["requests"].get<int>(), 5);
+  EXPECT_EQ(sj["sessions"].get<int>(), 1);
+  std::string models = RunCommand(ctl + " models", &rc);
+  EXPECT_EQ(models, "tiny-q8_0\n");
+
   std::string stop = RunCommand(ctl + " shutdown", &rc);
   EXPECT_EQ(rc, 0) << stop;
   EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0);

@@ -285,6 +285,49 @@ TEST(DaemonBatching, FourInterleavedStreamsEachMatchTheirSoloRun) {
   EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
 }
 
+TEST_F(DaemonProtocolTest, ChatSessionsReuseThePreviousTurn) {
+  LlmClient client(daemon_->socket());
+  GenerateOptions o;
+  o.max_tokens = 8;
+  o.temperature = 0.0f;
+  auto t1 = client.Chat("s1", "Hello!", o, nullptr);
+  ASSERT_TRUE(t1.has_value()) << t1.error().ToString();
+  EXPECT_EQ(t1->cached_tokens, 0u);
+  auto t2 = client.Chat("s1", "And then?", o, nullptr);
+  ASSERT_TRUE(t2.has_value());
+  const uint32_t history = t1->prompt_tokens + t1->tokens_generated;
+  EXPECT_GE(t2->cached_tokens, history - 1) << "turn 2 prefills only its own text";
+  EXPECT_GT(t2->prompt_tokens, history);
+  // Another session is independent; ending one forgets it.
+  auto other = client.Chat("s2", "Hello!", o, nullptr);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->prompt_tokens, t1->prompt_tokens);
+  EXPECT_EQ(other->text, t1->text);
+  EXPECT_FALSE(client.EndSession("s1").has_value());
+  auto gone = client.EndSession("s1");
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->kind, ClientError::Kind::kServerError);
+  auto fresh = client.Chat("s1", "Hello!", o, nullptr);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(fresh->prompt_tokens, t1->prompt_tokens) << "a new conversation";
+}
+
+TEST_F(DaemonProtocolTest, StatsAndModels) {
+  LlmClient client(daemon_->socket());
+  ASSERT_TRUE(client.Generate("Hello", 4).has_value());
+  ASSERT_TRUE(client.Generate("Hello", 4).has_value());
+  auto st = client.Stats();
+  ASSERT_TRUE(st.has_value()) << st.error().ToString();
+  EXPECT_GE(st->requests, 2u);
+  EXPECT_GT(st->generated_tokens, 0u);
+  EXPECT_GT(st->ttft_p50_ms, 0.0f);
+  EXPECT_GE(st->ttft_p95_ms, st->ttft_p50_ms);
+  EXPECT_GT(st->cached_token_ratio, 0.0f) << "the repeated prompt was reused";
+  auto models = client.Models();
+  ASSERT_TRUE(models.has_value());
+  EXPECT_EQ(*models, std::vector<std::string>{"tiny-q8_0"});
+}
+
 TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
   LlmClient client(daemon_->socket());
   auto reference = client.Generate("Count slowly.", 16);

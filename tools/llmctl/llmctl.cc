@@ -1,6 +1,10 @@
 // llmctl: talk to a running llmd from the terminal or a script.
 #include <cstdio>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <ctime>
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -65,6 +69,12 @@ int main(int argc, char** argv) {
   gen->add_option("--top-p", top_p, "Nucleus sampling (0..1)");
   gen->add_option("--top-k", top_k, "Top-k sampling (> 0)");
   gen->add_option("--seed", seed, "Sampling seed");
+  auto* chat = app.add_subcommand("chat", "Chat interactively: /reset starts over, /quit or EOF ends");
+  std::string session, chat_system;
+  chat->add_option("--session", session, "Session id (default: a new one)");
+  chat->add_option("--system", chat_system, "System prompt of a new session");
+  auto* stats = app.add_subcommand("stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse");
+  auto* models = app.add_subcommand("models", "List the loaded models");
   auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
   auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
   try {
@@ -108,6 +118,69 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens at %.1f tok/s, %s]\n",
                    r->prompt_tokens, r->cached_tokens, r->ttft_ms, r->tokens_generated, tps,
                    r->finish_reason.c_str());
+    }
+    return kOk;
+  }
+  if (*chat) {
+    if (session.empty()) session = "llmctl-" + std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr));
+    llmd::GenerateOptions co;
+    if (chat->count("--system")) co.system = chat_system;
+    const bool tty = ::isatty(0);
+    std::string line;
+    while (true) {
+      if (tty) std::fputs("> ", stdout), std::fflush(stdout);
+      if (!std::getline(std::cin, line) || line == "/quit") break;
+      if (line.empty()) continue;
+      if (line == "/reset") {
+        if (auto e = client.EndSession(session); e && e->kind != ClientError::Kind::kServerError) {
+          return Report(*e, socket, json);
+        }
+        std::printf("(new conversation)\n");
+        continue;
+      }
+      auto r = client.Chat(session, line, co, [](std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      });
+      std::printf("\n");
+      if (!r.has_value()) return Report(r.error(), socket, json);
+      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens]\n", r->prompt_tokens,
+                   r->cached_tokens, r->ttft_ms, r->tokens_generated);
+    }
+    return kOk;
+  }
+  if (*stats) {
+    auto r = client.Stats();
+    if (!r.has_value()) return Report(r.error(), socket, json);
+    if (json) {
+      nlohmann::json j = {{"requests", r->requests},
+                          {"generated_tokens", r->generated_tokens},
+                          {"ttft_p50_ms", r->ttft_p50_ms},
+                          {"ttft_p95_ms", r->ttft_p95_ms},
+                          {"prefill_tokens_per_second", r->prefill_tokens_per_second},
+                          {"decode_tokens_per_second", r->decode_tokens_per_second},
+                          {"cached_token_ratio", r->cached_token_ratio},
+                          {"active", r->active},
+                          {"queued", r->queued},
+                          {"sessions", r->sessions}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("requests: %u (%u generated tokens)\nttft: p50 %.0f ms, p95 %.0f ms\n"
+                  "prefill: %.1f tok/s\ndecode: %.1f tok/s\ncached prompt tokens: %.0f%%\n"
+                  "now: %u active, %u queued, %u chat sessions\n",
+                  r->requests, r->generated_tokens, r->ttft_p50_ms, r->ttft_p95_ms, r->prefill_tokens_per_second,
+                  r->decode_tokens_per_second, r->cached_token_ratio * 100, r->active, r->queued, r->sessions);
+    }
+    return kOk;
+  }
+  if (*models) {
+    auto r = client.Models();
+    if (!r.has_value()) return Report(r.error(), socket, json);
+    if (json) {
+      std::printf("%s\n", nlohmann::json(*r).dump().c_str());
+    } else {
+      for (const auto& m : *r) std::printf("%s\n", m.c_str());
     }
     return kOk;
   }

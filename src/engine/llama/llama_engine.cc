@@ -157,6 +157,16 @@ class LlamaEngine final : public Engine {
 
   Result<std::vector<TokenId>> ChatPrompt(std::string_view system, std::string_view user,
                                           bool sanitize) const override {
+    return TurnPrompt(system, user, sanitize, /*first=*/true);
+  }
+
+  Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
+                                              bool sanitize) const override {
+    return TurnPrompt(system, user, sanitize, /*first=*/false);
+  }
+
+  Result<std::vector<TokenId>> TurnPrompt(std::string_view system, std::string_view user, bool sanitize,
+                                          bool first) const {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     std::string clean;
     if (sanitize) {
@@ -167,7 +177,9 @@ class LlamaEngine final : public Engine {
       clean = std::string(user);
     }
     LLMD_RETURN_IF_ERROR(CheckSystem(system));
-    return TokenizePieces(chat_template_->FirstTurn(system, clean), /*first=*/true);
+    return TokenizePieces(first ? chat_template_->FirstTurn(system, clean)
+                                : chat_template_->NextTurn(system, clean),
+                          first);
   }
 
   Status DecodeBatch(const std::vector<DecodeItem>& items) override {
