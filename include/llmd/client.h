@@ -101,6 +101,12 @@ class LlmClient {
   // Forgets a chat session. ServerError(InvalidPrompt) if there is none.
   std::optional<ClientError> EndSession(std::string_view session) const;
 
+  // Saves a chat session to the daemon's session_dir, restores it (after a restart, say), or
+  // deletes the saved file. nullopt on success.
+  std::optional<ClientError> SaveSession(std::string_view session) const;
+  std::optional<ClientError> RestoreSession(std::string_view session) const;
+  std::optional<ClientError> DeleteSession(std::string_view session) const;
+
   ClientResult<ServerStats> Stats() const;
   ClientResult<std::vector<std::string>> Models() const;
 

@@ -172,6 +172,18 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
   }
 }
 
+std::optional<ClientError> SessionRequest(const std::string& path, std::chrono::milliseconds timeout,
+                                          proto::Request::Type type, std::string_view session) {
+  proto::Request req = Simple(type);
+  req.session = std::string(session);
+  Connection c;
+  auto resp = RoundTrip(c, path, req, timeout);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kAck) return Unexpected(*resp);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string ClientError::ToString() const {
@@ -216,15 +228,19 @@ ClientResult<Generation> LlmClient::Chat(std::string_view session, std::string_v
 }
 
 std::optional<ClientError> LlmClient::EndSession(std::string_view session) const {
-  proto::Request req = Simple(proto::Request::Type::kEndSession);
-  req.session = std::string(session);
-  Connection c;
-  auto resp = RoundTrip(c, socket_path_, req, timeout_);
-  if (!resp.has_value()) return resp.error();
-  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
-  if (resp->type != proto::Response::Type::kAck) return Unexpected(*resp);
-  return std::nullopt;
+  return SessionRequest(socket_path_, timeout_, proto::Request::Type::kEndSession, session);
 }
+std::optional<ClientError> LlmClient::SaveSession(std::string_view session) const {
+  return SessionRequest(socket_path_, timeout_, proto::Request::Type::kSaveSession, session);
+}
+std::optional<ClientError> LlmClient::RestoreSession(std::string_view session) const {
+  return SessionRequest(socket_path_, timeout_, proto::Request::Type::kRestoreSession, session);
+}
+std::optional<ClientError> LlmClient::DeleteSession(std::string_view session) const {
+  return SessionRequest(socket_path_, timeout_, proto::Request::Type::kDeleteSession, session);
+}
+
+
 
 ClientResult<ServerStats> LlmClient::Stats() const {
   Connection c;

@@ -137,6 +137,8 @@ const std::vector<Key>& Keys() {
       {"max_sessions", {"--max-sessions"}, {"LLMD_MAX_SESSIONS"},
        "Chat sessions kept; the least recently used is dropped beyond this",
        U32(&DaemonConfig::max_sessions, 1, 100000)},
+      {"session_dir", {"--session-dir"}, {"LLMD_SESSION_DIR"},
+       "Directory for saved chat sessions (empty: saving is off)", Str(&DaemonConfig::session_dir)},
       {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",
        [](DaemonConfig& c, const std::string& v) {
          return ParseInt(v, &c.engine.context_tokens, 1, 1 << 24);

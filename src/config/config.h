@@ -37,6 +37,7 @@ struct DaemonConfig {
   uint32_t request_timeout_ms = 300000;  // a whole generation
   uint32_t queue_depth = 16;         // requests waiting for the engine
   uint32_t max_sessions = 64;        // chat sessions kept (least recently used dropped first)
+  std::string session_dir;           // where SaveSession writes; empty: saving is off
 
   std::string log_level = "info";    // debug, info, warn, error
   bool log_text = false;             // log prompts and outputs (debug only)

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "format/session_file.h"
 #include "transport/frame_connection.h"
 
 namespace llmd::daemon {
@@ -145,6 +146,15 @@ class Handler {
         ack.type = Response::Type::kAck;
         return Send(ack);
       }
+      case Request::Type::kSaveSession:
+      case Request::Type::kRestoreSession:
+      case Request::Type::kDeleteSession: {
+        Status s = SessionFileRequest(req);
+        if (!s.ok()) return SendError(s, false);
+        Response ack;
+        ack.type = Response::Type::kAck;
+        return Send(ack);
+      }
       case Request::Type::kStats:
         return Send(StatsResponse(ctx_));
       case Request::Type::kModels: {
@@ -155,6 +165,33 @@ class Handler {
       }
     }
     return false;
+  }
+
+  // Save, restore or delete a chat session's file in session_dir. File work happens here,
+  // on the connection's thread, never on the engine thread.
+  Status SessionFileRequest(const Request& req) const {
+    if (config_->session_dir.empty()) return UnimplementedError("session saving is off (set session_dir)");
+    if (!format::IsValidSessionId(req.session)) {
+      return InvalidArgumentError("session id must be 1..64 of A-Z a-z 0-9 . _ - (not starting with '.')");
+    }
+    const std::string path = config_->session_dir + "/" + req.session + ".llmds";
+    const sched::HealthSnapshot model = ctx_.worker->health();
+    switch (req.type) {
+      case Request::Type::kSaveSession: {
+        LLMD_ASSIGN_OR_RETURN(auto session, ctx_.worker->GetSession(req.session));
+        format::SessionData data{std::move(session.first), std::move(session.second)};
+        return format::WriteFileAtomically(path, format::EncodeSession(data, model.model_fingerprint));
+      }
+      case Request::Type::kRestoreSession: {
+        LLMD_ASSIGN_OR_RETURN(std::string bytes, format::ReadSmallFile(path, format::kMaxSessionFileBytes));
+        LLMD_ASSIGN_OR_RETURN(auto data, format::DecodeSession(bytes, model.model_fingerprint, model.vocab_size));
+        ctx_.worker->PutSession(req.session, std::move(data.system), std::move(data.tokens));
+        return Status::Ok();
+      }
+      default:
+        if (::unlink(path.c_str()) != 0) return NotFoundError("no saved session '" + req.session + "'");
+        return Status::Ok();
+    }
   }
 
   Result<sched::Job> MakeJob(const Request& req) const {
@@ -297,6 +334,7 @@ proto::ErrorCode WireCode(const Status& s, bool seed) {
       if (seed) return ErrorCode::kInternalError;
       return s.message().starts_with("rate limited") ? ErrorCode::kRateLimited : ErrorCode::kBusy;
     case StatusCode::kUnavailable:
+      if (s.message().starts_with("session not saved")) return ErrorCode::kInternalError;
       if (s.message().find("shutting down") != std::string::npos) {
         return seed ? ErrorCode::kGenerationFailed : ErrorCode::kShuttingDown;
       }
@@ -305,8 +343,10 @@ proto::ErrorCode WireCode(const Status& s, bool seed) {
     case StatusCode::kCancelled: return seed ? ErrorCode::kGenerationFailed : ErrorCode::kCancelled;
     case StatusCode::kUnimplemented: return seed ? ErrorCode::kInternalError : ErrorCode::kUnsupported;
     case StatusCode::kNotFound: return ErrorCode::kInvalidPrompt;
-    case StatusCode::kInternal:
-    case StatusCode::kCorruption: return ErrorCode::kGenerationFailed;
+    case StatusCode::kCorruption:
+      if (!seed && s.message().starts_with("session file")) return ErrorCode::kInvalidPrompt;
+      return ErrorCode::kGenerationFailed;
+    case StatusCode::kInternal: return ErrorCode::kGenerationFailed;
     default: return ErrorCode::kInternalError;
   }
 }

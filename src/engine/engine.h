@@ -28,6 +28,7 @@ struct ModelInfo {
   bool has_chat_template = false;  // false: the ChatML fallback is used
   uint8_t device_index = 0;  // the main device's index among the build's devices (0: CPU)
   int32_t sequences = 1;     // sequences that can decode together
+  uint64_t fingerprint = 0;  // identifies the model (saved sessions must match it)
   uint64_t kv_cache_bytes = 0;
 };
 

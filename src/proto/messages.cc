@@ -59,7 +59,9 @@ Response Response::Error(ErrorCode code, std::string message) {
 std::string EncodeRequest(const Request& r) {
   PostcardWriter w;
   w.Varint(static_cast<uint32_t>(r.type));
-  if (r.type == Request::Type::kChat || r.type == Request::Type::kEndSession) w.String(r.session);
+  if (r.type == Request::Type::kChat || r.type >= Request::Type::kEndSession) {
+    if (r.type != Request::Type::kStats && r.type != Request::Type::kModels) w.String(r.session);
+  }
   if (r.type == Request::Type::kGenerate || r.type == Request::Type::kGenerateStream ||
       r.type == Request::Type::kChat) {
     w.String(r.prompt);
@@ -85,7 +87,10 @@ Result<Request> DecodeRequest(std::string_view payload) {
       if (variant != 0) LLMD_RETURN_IF_ERROR(ReadParams(r, &req.params));
       break;
     case 5:
-      req.type = Request::Type::kEndSession;
+    case 8:
+    case 9:
+    case 10:
+      req.type = static_cast<Request::Type>(variant);
       LLMD_RETURN_IF_ERROR(r.String(&req.session));
       break;
     case 1:

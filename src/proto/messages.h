@@ -59,12 +59,15 @@ struct Request {
     kEndSession = 5,      // EndSession { session: String }
     kStats = 6,           // Stats
     kModels = 7,          // Models
+    kSaveSession = 8,     // SaveSession { session: String }: to session_dir
+    kRestoreSession = 9,  // RestoreSession { session: String }: from session_dir
+    kDeleteSession = 10,  // DeleteSession { session: String }: the saved file
   };
   Type type = Type::kHealthCheck;
   std::string prompt;
   std::optional<uint32_t> max_tokens;
   GenerateParams params;  // kGenerateStream, kChat
-  std::string session;    // kChat, kEndSession
+  std::string session;    // kChat and the session requests
 
   bool is_seed_request() const { return type <= Type::kShutdown; }
   friend bool operator==(const Request&, const Request&) = default;

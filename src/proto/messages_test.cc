@@ -104,6 +104,14 @@ TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Request models;
   models.type = Request::Type::kModels;
   ExpectRequestBytes(models, "07");
+  for (auto [type, hex] : {std::pair{Request::Type::kSaveSession, "08 02 73 31"},
+                           std::pair{Request::Type::kRestoreSession, "09 02 73 31"},
+                           std::pair{Request::Type::kDeleteSession, "0a 02 73 31"}}) {
+    Request r;
+    r.type = type;
+    r.session = "s1";
+    ExpectRequestBytes(r, hex);
+  }
   Response ack;
   ack.type = Response::Type::kAck;
   ExpectResponseBytes(ack, "05");
@@ -130,8 +138,8 @@ TEST(Messages, RejectsMalformedRequests) {
     EXPECT_FALSE(r.has_value()) << Hex(bytes);
     return r.has_value() ? std::string() : r.error().message();
   };
-  EXPECT_EQ(err(std::string("\x09", 1)), "unsupported request variant 9");
-  EXPECT_EQ(DecodeRequest("\x09").error().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(err(std::string("\x2a", 1)), "unsupported request variant 42");
+  EXPECT_EQ(DecodeRequest("\x2a").error().code(), StatusCode::kUnimplemented);
   EXPECT_NE(err(std::string("\x00\x10Hi\x00", 5)).find("string length 16 exceeds"), std::string::npos);
   EXPECT_NE(err(std::string("\x00\xff\xff\xff\xff\x0f", 6)).find("exceeds"), std::string::npos);
   EXPECT_NE(err(std::string("\x00\xff\xff\xff\xff\x7f", 6)).find("overflows"), std::string::npos);

@@ -114,7 +114,7 @@ void EngineWorker::Stop() {
 }
 
 HealthSnapshot EngineWorker::health() const {
-  return {model_loaded_.load(), device_index_.load(), kv_usage_.load()};
+  return {model_loaded_.load(), device_index_.load(), kv_usage_.load(), fingerprint_.load(), vocab_size_.load()};
 }
 
 size_t EngineWorker::queued() const {
@@ -125,6 +125,8 @@ size_t EngineWorker::queued() const {
 void EngineWorker::PublishHealth() {
   model_loaded_ = engine_ && engine_->loaded();
   device_index_ = engine_ ? engine_->model_info().device_index : 0;
+  fingerprint_ = engine_ ? engine_->model_info().fingerprint : 0;
+  vocab_size_ = engine_ ? engine_->model_info().vocab_size : 0;
   if (!engine_ || slots_.empty()) {
     kv_usage_ = 0.0f;
     return;
@@ -174,6 +176,22 @@ Status EngineWorker::EndSession(const std::string& session) {
   std::lock_guard<std::mutex> lock(mu_);
   if (sessions_.erase(session) == 0) return NotFoundError("no chat session '" + session + "'");
   return Status::Ok();
+}
+
+Result<std::pair<std::string, std::vector<engine::TokenId>>> EngineWorker::GetSession(
+    const std::string& session) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return NotFoundError("no chat session '" + session + "'");
+  return std::make_pair(it->second.system, it->second.tokens);
+}
+
+void EngineWorker::PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Session& s = sessions_[session];
+  s.system = std::move(system);
+  s.tokens = std::move(tokens);
+  s.last_used = 0;  // restored, not yet used: first to go if memory is short
 }
 
 WorkerStats EngineWorker::stats() const {

@@ -90,6 +90,8 @@ struct HealthSnapshot {
   bool model_loaded = false;
   uint8_t device_index = 0;
   float kv_cache_usage = 0;
+  uint64_t model_fingerprint = 0;
+  int32_t vocab_size = 0;
 };
 
 class EngineWorker {
@@ -108,6 +110,9 @@ class EngineWorker {
   void set_max_sessions(size_t n) { max_sessions_ = n; }
   // Ends a chat session; NotFound if there is none by that name.
   Status EndSession(const std::string& session);
+  // A session's system prompt and exact tokens (NotFound if none), and the reverse.
+  Result<std::pair<std::string, std::vector<engine::TokenId>>> GetSession(const std::string& session) const;
+  void PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens);
   WorkerStats stats() const;
 
   // Replaces the engine between jobs; the old one serves until then and is then released.
@@ -164,6 +169,8 @@ class EngineWorker {
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};
+  std::atomic<uint64_t> fingerprint_{0};
+  std::atomic<int32_t> vocab_size_{0};
   std::atomic<int64_t> last_progress_ms_{0};
   std::thread thread_;
 };

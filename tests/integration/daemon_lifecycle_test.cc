@@ -158,6 +158,58 @@ TEST(DaemonLifecycle, SighupReloadsAndKeepsTheOldModelOnFailure) {
   fs::remove_all(dir);
 }
 
+TEST(DaemonSessions, SurviveARestartThroughSaveAndRestore) {
+  std::string dir = MakeTempDir();
+  GenerateOptions o;
+  o.max_tokens = 6;
+  o.temperature = 0.0f;
+  uint32_t history = 0;
+  std::string reference;
+  {
+    DaemonProcess d({"--session-dir", dir});
+    ASSERT_TRUE(d.ready());
+    LlmClient c(d.socket());
+    auto t1 = c.Chat("trip", "Plan a trip to the sea.", o, nullptr);
+    ASSERT_TRUE(t1.has_value()) << t1.error().ToString();
+    history = t1->prompt_tokens + t1->tokens_generated;
+    auto t2 = c.Chat("trip", "And the way back?", o, nullptr);  // what turn 2 gives, uninterrupted
+    ASSERT_TRUE(t2.has_value());
+    reference = t2->text;
+    ASSERT_TRUE(c.EndSession("trip") == std::nullopt);
+    // Again up to turn 1, then save.
+    ASSERT_TRUE(c.Chat("trip", "Plan a trip to the sea.", o, nullptr).has_value());
+    EXPECT_FALSE(c.SaveSession("trip").has_value());
+    auto bad = c.SaveSession("../escape");
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_NE(bad->message.find("session id must be"), std::string::npos);
+  }
+  ASSERT_TRUE(fs::exists(dir + "/trip.llmds"));
+  DaemonProcess d({"--session-dir", dir});
+  ASSERT_TRUE(d.ready());
+  LlmClient c(d.socket());
+  EXPECT_FALSE(c.RestoreSession("trip").has_value());
+  auto t2 = c.Chat("trip", "And the way back?", o, nullptr);
+  ASSERT_TRUE(t2.has_value()) << t2.error().ToString();
+  EXPECT_GT(t2->prompt_tokens, history) << "the history came back";
+  EXPECT_EQ(t2->text, reference) << "the conversation continues exactly";
+
+  // Item 48d: a crafted file and one saved with another model are refused.
+  std::ofstream(dir + "/crafted.llmds") << "LLMDSES1 this is not a session";
+  auto crafted = c.RestoreSession("crafted");
+  ASSERT_TRUE(crafted.has_value());
+  EXPECT_NE(crafted->message.find("session file"), std::string::npos);
+  std::string foreign = ReadAll(dir + "/trip.llmds");
+  foreign[12] ^= 0x55;  // the model fingerprint
+  std::ofstream(dir + "/foreign.llmds") << foreign;
+  auto other = c.RestoreSession("foreign");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_NE(other->message.find("checksum"), std::string::npos) << other->message;
+  EXPECT_FALSE(c.DeleteSession("trip").has_value());
+  EXPECT_FALSE(fs::exists(dir + "/trip.llmds"));
+  EXPECT_TRUE(c.HealthCheck().has_value()) << "still serving";
+  fs::remove_all(dir);
+}
+
 // Binds a datagram socket like systemd's NOTIFY_SOCKET and collects what the daemon sends.
 class NotifySocket {
  public:

@@ -69,9 +69,12 @@ int main(int argc, char** argv) {
   gen->add_option("--top-p", top_p, "Nucleus sampling (0..1)");
   gen->add_option("--top-k", top_k, "Top-k sampling (> 0)");
   gen->add_option("--seed", seed, "Sampling seed");
-  auto* chat = app.add_subcommand("chat", "Chat interactively: /reset starts over, /quit or EOF ends");
+  auto* chat = app.add_subcommand(
+      "chat", "Chat interactively: /save keeps the session on the daemon's disk, /reset starts over, /quit or EOF ends");
   std::string session, chat_system;
+  bool restore = false;
   chat->add_option("--session", session, "Session id (default: a new one)");
+  chat->add_flag("--restore", restore, "Continue the session saved under --session");
   chat->add_option("--system", chat_system, "System prompt of a new session");
   auto* stats = app.add_subcommand("stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse");
   auto* models = app.add_subcommand("models", "List the loaded models");
@@ -126,11 +129,21 @@ int main(int argc, char** argv) {
     llmd::GenerateOptions co;
     if (chat->count("--system")) co.system = chat_system;
     const bool tty = ::isatty(0);
+    if (restore) {
+      if (auto e = client.RestoreSession(session)) return Report(*e, socket, json);
+      std::printf("(restored session %s)\n", session.c_str());
+    }
     std::string line;
     while (true) {
       if (tty) std::fputs("> ", stdout), std::fflush(stdout);
       if (!std::getline(std::cin, line) || line == "/quit") break;
       if (line.empty()) continue;
+      if (line == "/save") {
+        if (auto e = client.SaveSession(session)) return Report(*e, socket, json);
+        std::printf("(saved as %s; continue later with: llmctl chat --session %s --restore)\n", session.c_str(),
+                    session.c_str());
+        continue;
+      }
       if (line == "/reset") {
         if (auto e = client.EndSession(session); e && e->kind != ClientError::Kind::kServerError) {
           return Report(*e, socket, json);

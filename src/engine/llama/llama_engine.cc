@@ -387,6 +387,15 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   info_.parameters = llama_model_n_params(model_.get());
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
   info_.sequences = config.sequences;
+  {
+    // FNV-1a over what identifies the model's weights and vocabulary.
+    std::string id = info_.architecture + "|" + info_.description + "|" + std::to_string(info_.file_bytes) + "|" +
+                     std::to_string(info_.parameters) + "|" + std::to_string(info_.vocab_size) + "|" +
+                     file.gguf.name + "|" + std::to_string(file.gguf.tensor_bytes);
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+    info_.fingerprint = h;
+  }
   info_.kv_cache_bytes = KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
   info_.has_chat_template = chat_template_->from_model();

@@ -1,0 +1,89 @@
+#include "format/session_file.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace llmd::format {
+namespace {
+
+const SessionData kSession{"Be brief.", {1, 2, 3, 151645}};
+
+// CRC-32 (IEEE), little-endian, as the file stores it.
+std::string Crc32ForTest(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char b : data) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
+  }
+  crc ^= 0xFFFFFFFFu;
+  return {static_cast<char>(crc), static_cast<char>(crc >> 8), static_cast<char>(crc >> 16),
+          static_cast<char>(crc >> 24)};
+}
+
+TEST(SessionFile, RoundTrips) {
+  auto back = DecodeSession(EncodeSession(kSession, 42), 42, 151936);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->system, kSession.system);
+  EXPECT_EQ(back->tokens, kSession.tokens);
+}
+
+TEST(SessionFile, RejectsForeignCraftedAndTruncatedFiles) {
+  const std::string good = EncodeSession(kSession, 42);
+  auto err = [](Result<SessionData> r) { return r.has_value() ? std::string() : r.error().message(); };
+  EXPECT_NE(err(DecodeSession(good, 43, 151936)).find("another model"), std::string::npos);
+  EXPECT_NE(err(DecodeSession(good, 42, 100)).find("outside the vocabulary"), std::string::npos);
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    EXPECT_FALSE(DecodeSession(good.substr(0, cut), 42, 151936).has_value()) << cut;
+  }
+  std::string flipped = good;
+  flipped[30] ^= 1;
+  EXPECT_NE(err(DecodeSession(flipped, 42, 151936)).find("checksum"), std::string::npos);
+  // A huge token count under a checksum that matches: refused by the size check.
+  std::string crafted = EncodeSession(SessionData{"", {}}, 42);
+  crafted.resize(crafted.size() - 4);                                   // drop the crc
+  crafted.replace(crafted.size() - 4, 4, std::string("\xff\xff\xff\x7f", 4));  // count 2^31-1
+  crafted += Crc32ForTest(crafted);
+  EXPECT_NE(err(DecodeSession(crafted, 42, 151936)).find("token count"), std::string::npos);
+  EXPECT_NE(err(DecodeSession("not a session", 42, 10)).find("truncated"), std::string::npos);
+}
+
+TEST(SessionFile, SessionIdsAreSafeFileNames) {
+  EXPECT_TRUE(IsValidSessionId("user-42_chat.1"));
+  for (const char* bad : {"", ".hidden", "../etc/passwd", "a/b", "with space", "x\n"}) {
+    EXPECT_FALSE(IsValidSessionId(bad)) << bad;
+  }
+  EXPECT_FALSE(IsValidSessionId(std::string(65, 'a')));
+}
+
+TEST(SessionFile, AtomicWriteKeepsTheOldFileOnFailure) {
+  std::string dir = "/tmp/llmd_session_file_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/s.llmds";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
+  EXPECT_EQ(*ReadSmallFile(path, 100), "new");
+  // Item 48c: a directory the daemon may not write. The save fails with a clear message and
+  // the old file stays. Run as nobody, since root writes anywhere.
+  ::chmod(dir.c_str(), 0755);
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    Status s = WriteFileAtomically(path, "newer");
+    ::_exit(!s.ok() && s.message().find("session not saved") != std::string::npos ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(*ReadSmallFile(path, 100), "new");
+  EXPECT_EQ(ReadSmallFile(dir + "/missing", 100).error().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(ReadSmallFile(path, 2).has_value()) << "larger than allowed";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace llmd::format
