@@ -44,6 +44,7 @@ struct GenerateOptions {
   std::optional<uint32_t> top_k;
   std::optional<float> repeat_penalty;
   std::optional<uint32_t> seed;
+  std::optional<std::string> model;  // a loaded model's name (Models); default: the first
 };
 
 struct Generation {

@@ -141,7 +141,7 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
   req.session = std::string(session);
   req.prompt = std::string(prompt);
   req.max_tokens = o.max_tokens;
-  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed};
+  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed, o.model};
   if (auto e = c.Send(req, timeout)) return *e;
   Generation g;
   while (true) {

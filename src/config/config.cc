@@ -90,6 +90,22 @@ const std::vector<Key>& Keys() {
          c.engine.model_path = v;
          return Status::Ok();
        }},
+      {"model_name", {"--model-name"}, {"LLMD_MODEL_NAME"}, "Name of the model (default: its file name)",
+       Str(&DaemonConfig::model_name)},
+      {"models", {"--models"}, {"LLMD_MODELS"},
+       "More models to load beside the first, as name=path[,name=path...]; requests choose one by name",
+       [](DaemonConfig& c, const std::string& v) {
+         c.extra_models.clear();
+         for (const auto& item : SplitList(v)) {
+           size_t eq = item.find('=');
+           if (eq == 0 || eq == std::string::npos || eq + 1 == item.size()) return Bad("'" + item + "' is not name=path");
+           c.extra_models.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+         }
+         return Status::Ok();
+       }},
+      {"memory_budget_mb", {"--memory-budget-mb"}, {"LLMD_MEMORY_BUDGET_MB"},
+       "Memory the models (weights + KV cache) may take; 0: what is available at startup",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.memory_budget_mb, 0, 1ll << 40); }},
       {"socket_path", {"--socket", "--socket-path"}, {"PORTAL_LLM_SOCKET_PATH", "LLMD_SOCKET_PATH"},
        "Unix socket to listen on (default /run/llmd/llm.sock)",
        [](DaemonConfig& c, const std::string& v) {

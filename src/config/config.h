@@ -16,6 +16,9 @@ namespace llmd::config {
 
 struct DaemonConfig {
   engine::EngineConfig engine;       // model_path, max_context_len, parallel, threads, ...
+  std::string model_name;            // the first model's name; empty: its file name
+  std::vector<std::pair<std::string, std::string>> extra_models;  // name, path ("models")
+  uint64_t memory_budget_mb = 0;     // 0: the memory available at startup
   DaemonConfig() { engine.sequences = 4; }
   engine::SamplingParams sampling;   // defaults for requests that do not set them
   uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)

@@ -35,13 +35,6 @@ std::string RateLimitedMessage(int64_t wait_ms) {
   return "rate limited, retry after " + std::to_string(wait_ms) + " ms";
 }
 
-// A model's name: its file name without the directory and the .gguf extension.
-std::string ModelName(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
-  return name;
-}
-
 Response StatsResponse(const ServerContext& ctx) {
   sched::WorkerStats w = ctx.worker->stats();
   Response r;
@@ -140,7 +133,11 @@ class Handler {
       case Request::Type::kChat:
         return Generate(req);
       case Request::Type::kEndSession: {
-        Status s = ctx_.worker->EndSession(req.session);
+        Status s = NotFoundError("no chat session '" + req.session + "'");
+        for (const auto& [name, w] : ctx_.workers) {
+          if (s.ok()) break;
+          s = w->EndSession(req.session);
+        }
         if (!s.ok()) return SendError(s, false);
         Response ack;
         ack.type = Response::Type::kAck;
@@ -160,7 +157,7 @@ class Handler {
       case Request::Type::kModels: {
         Response r;
         r.type = Response::Type::kModels;
-        r.models = {ModelName(config_->engine.model_path)};
+        for (const auto& [name, w] : ctx_.workers) r.models.push_back(name);
         return Send(r);
       }
     }
@@ -175,18 +172,29 @@ class Handler {
       return InvalidArgumentError("session id must be 1..64 of A-Z a-z 0-9 . _ - (not starting with '.')");
     }
     const std::string path = config_->session_dir + "/" + req.session + ".llmds";
-    const sched::HealthSnapshot model = ctx_.worker->health();
     switch (req.type) {
-      case Request::Type::kSaveSession: {
-        LLMD_ASSIGN_OR_RETURN(auto session, ctx_.worker->GetSession(req.session));
-        format::SessionData data{std::move(session.first), std::move(session.second)};
-        return format::WriteFileAtomically(path, format::EncodeSession(data, model.model_fingerprint));
-      }
+      case Request::Type::kSaveSession:
+        // The session lives on the model that served it; the file records which.
+        for (const auto& [name, w] : ctx_.workers) {
+          auto session = w->GetSession(req.session);
+          if (!session.has_value()) continue;
+          format::SessionData data{std::move(session->first), std::move(session->second)};
+          return format::WriteFileAtomically(path, format::EncodeSession(data, w->health().model_fingerprint));
+        }
+        return NotFoundError("no chat session '" + req.session + "'");
       case Request::Type::kRestoreSession: {
         LLMD_ASSIGN_OR_RETURN(std::string bytes, format::ReadSmallFile(path, format::kMaxSessionFileBytes));
-        LLMD_ASSIGN_OR_RETURN(auto data, format::DecodeSession(bytes, model.model_fingerprint, model.vocab_size));
-        ctx_.worker->PutSession(req.session, std::move(data.system), std::move(data.tokens));
-        return Status::Ok();
+        Status last;
+        for (const auto& [name, w] : ctx_.workers) {
+          const sched::HealthSnapshot model = w->health();
+          auto data = format::DecodeSession(bytes, model.model_fingerprint, model.vocab_size);
+          if (data.has_value()) {
+            w->PutSession(req.session, std::move(data->system), std::move(data->tokens));
+            return Status::Ok();
+          }
+          last = data.error();
+        }
+        return last;
       }
       default:
         if (::unlink(path.c_str()) != 0) return NotFoundError("no saved session '" + req.session + "'");
@@ -229,12 +237,16 @@ class Handler {
 
   bool Generate(const Request& req) {
     const bool seed = req.is_seed_request();
+    sched::EngineWorker* worker = ctx_.WorkerFor(req.params.model);
+    if (worker == nullptr) {
+      return SendError(InvalidArgumentError("unknown model '" + *req.params.model + "'; loaded: " + ctx_.ModelNames()), seed);
+    }
     auto job = MakeJob(req);
     if (!job.has_value()) return SendError(job.error(), seed);
     auto channel = job->channel;
     const bool stream = job->stream;
     if (config_->log_text) Log(LogLevel::kDebug, "prompt", {{"text", req.prompt}});
-    if (Status s = ctx_.worker->Submit(std::move(*job)); !s.ok()) return SendError(s, seed);
+    if (Status s = worker->Submit(std::move(*job)); !s.ok()) return SendError(s, seed);
 
     const int64_t deadline = RealClock::Get().NowMs() + config_->request_timeout_ms;
     uint32_t streamed = 0;

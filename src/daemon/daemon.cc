@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -36,6 +39,38 @@ Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c
   return engine;
 }
 
+// A model's name: its file name without the directory and the .gguf extension.
+std::string ModelName(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+// Every model to load, by name: the first (model_path) and then `models`.
+Result<std::vector<std::pair<std::string, std::string>>> ModelList(const config::DaemonConfig& c) {
+  std::vector<std::pair<std::string, std::string>> list;
+  list.emplace_back(c.model_name.empty() ? ModelName(c.engine.model_path) : c.model_name, c.engine.model_path);
+  for (const auto& m : c.extra_models) list.push_back(m);
+  for (size_t i = 0; i < list.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (list[i].first == list[j].first) return InvalidArgumentError("two models are named '" + list[i].first + "'");
+    }
+  }
+  return list;
+}
+
+// MemAvailable from /proc/meminfo, in MiB (0 if unreadable).
+uint64_t AvailableMiB() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemAvailable:") return kb / 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
 }  // namespace
 
 void BlockSignals() {
@@ -58,20 +93,46 @@ Daemon::~Daemon() {
 Status Daemon::Start() {
   const config::DaemonConfig& c = parsed_.config;
   auto started = RealClock::Get().NowMs();
-  LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(c));
-  engine::ModelInfo info = engine->model_info();
-  Log(LogLevel::kInfo, "model_loaded",
-      {{"model", info.description}, {"load_ms", Ms(engine->last_stats().load_ms)},
-       {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
-       {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
-       {"template", info.has_chat_template ? "model" : "chatml"}});
+  LLMD_ASSIGN_OR_RETURN(auto models, ModelList(c));
 
+  // The memory budget is checked before loading and after each model; models are never
+  // evicted to make room.
+  const uint64_t budget_mib = c.memory_budget_mb > 0 ? c.memory_budget_mb : AvailableMiB();
+  uint64_t files_mib = 0;
+  for (const auto& [name, path] : models) {
+    std::error_code ec;
+    files_mib += std::filesystem::file_size(path, ec) >> 20;
+  }
+  if (budget_mib > 0 && files_mib > budget_mib) {
+    return ResourceExhaustedError("the models' files alone take " + std::to_string(files_mib) +
+                                  " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB");
+  }
+  uint64_t used_mib = 0;
   ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
-  worker_ = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
-  worker_->set_max_sessions(c.max_sessions);
+  for (const auto& [name, path] : models) {
+    config::DaemonConfig one = c;
+    one.engine.model_path = path;
+    LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
+    engine::ModelInfo info = engine->model_info();
+    used_mib += (info.file_bytes + info.kv_cache_bytes) >> 20;
+    Log(LogLevel::kInfo, "model_loaded",
+        {{"name", name}, {"model", info.description}, {"load_ms", Ms(engine->last_stats().load_ms)},
+         {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
+         {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
+         {"template", info.has_chat_template ? "model" : "chatml"}});
+    if (budget_mib > 0 && used_mib > budget_mib) {
+      return ResourceExhaustedError("model '" + name + "' brings the weights and KV caches to " +
+                                    std::to_string(used_mib) + " MiB, over the memory budget of " +
+                                    std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted");
+    }
+    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
+    worker->set_max_sessions(c.max_sessions);
+    ctx_.workers.emplace_back(name, worker.get());
+    workers_.emplace_back(name, std::move(worker));
+  }
+  ctx_.worker = ctx_.workers.front().second;
   rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
-  ctx_.worker = worker_.get();
   ctx_.rate_limiter = rate_limiter_.get();
 
   transport::ListenOptions lo;
@@ -84,8 +145,10 @@ Status Daemon::Start() {
   double ready_ms = static_cast<double>(RealClock::Get().NowMs() - started);
   Log(LogLevel::kInfo, "ready",
       {{"socket", listener_->path()}, {"systemd_socket", listener_->from_systemd() ? "yes" : "no"},
-       {"ready_ms", Ms(ready_ms)}, {"max_connections", std::to_string(c.max_connections)}});
-  Notify("READY=1\nSTATUS=serving " + info.description + " on " + listener_->path());
+       {"ready_ms", Ms(ready_ms)}, {"models", ctx_.ModelNames()},
+       {"memory_mib", std::to_string(used_mib)}, {"budget_mib", std::to_string(budget_mib)},
+       {"max_connections", std::to_string(c.max_connections)}});
+  Notify("READY=1\nSTATUS=serving " + ctx_.ModelNames() + " on " + listener_->path());
   return Status::Ok();
 }
 
@@ -93,7 +156,7 @@ int Daemon::Run() {
   if (Status s = Start(); !s.ok()) {
     Log(LogLevel::kError, "startup_failed", {{"error", s.ToString()}});
     Notify("STATUS=startup failed: " + s.message());
-    if (worker_) worker_->Stop();
+    for (auto& [name, w] : workers_) w->Stop();
     ctx_.stopping = true;
     if (accept_thread_.joinable()) accept_thread_.join();
     return 1;
@@ -114,7 +177,11 @@ int Daemon::Run() {
     if (sig == SIGHUP) Reload();
     // The watchdog pings only while the engine thread shows progress, so a hung engine
     // (not just a live accept loop) gets the daemon restarted.
-    if (watchdog_ms > 0 && RealClock::Get().NowMs() - worker_->last_progress_ms() < watchdog_ms / 2) {
+    const int64_t now = RealClock::Get().NowMs();
+    bool all_alive = std::all_of(workers_.begin(), workers_.end(), [&](const auto& w) {
+      return now - w.second->last_progress_ms() < watchdog_ms / 2;
+    });
+    if (watchdog_ms > 0 && all_alive) {
       Notify("WATCHDOG=1");
     }
   }
@@ -216,17 +283,29 @@ void Daemon::Reload() {
   // Load beside the serving engine; swap only when the new one is ready.
   reload_thread_ = std::thread([this] {
     auto parsed = config::ParseConfig(sources_);
-    Status status;
-    if (!parsed.has_value()) {
-      status = parsed.error();
-    } else {
-      auto engine = LoadEngine(parsed->config);
-      if (engine.has_value()) {
-        worker_->SwapEngine(std::move(*engine));
-        ctx_.set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
-      } else {
-        status = engine.error();
+    Status status = parsed.error();
+    std::vector<std::pair<sched::EngineWorker*, std::unique_ptr<engine::Engine>>> loaded;
+    if (status.ok()) {
+      auto models = ModelList(parsed->config);
+      status = models.error();
+      // Load every model first; swap only when all are ready, so a failure changes nothing.
+      for (size_t i = 0; status.ok() && i < models->size(); ++i) {
+        const auto& [name, path] = (*models)[i];
+        auto it = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.first == name; });
+        if (it == workers_.end()) {
+          status = InvalidArgumentError("model '" + name + "' is new; adding or removing models needs a restart");
+          break;
+        }
+        config::DaemonConfig one = parsed->config;
+        one.engine.model_path = path;
+        auto engine = LoadEngine(one);
+        if (!engine.has_value()) status = engine.error().WithContext("model '" + name + "'");
+        else loaded.emplace_back(it->second.get(), std::move(*engine));
       }
+    }
+    if (status.ok()) {
+      for (auto& [worker, engine] : loaded) worker->SwapEngine(std::move(engine));
+      ctx_.set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
     }
     if (status.ok()) {
       Log(LogLevel::kInfo, "reloaded", {{"model", parsed->config.engine.model_path}});
@@ -243,7 +322,7 @@ void Daemon::Shutdown() {
   ctx_.stopping = true;
   if (accept_thread_.joinable()) accept_thread_.join();
   listener_->Close();  // no new connections; the socket node is gone
-  worker_->Stop();     // in-flight and queued requests get their final frame
+  for (auto& [name, w] : workers_) w->Stop();  // in-flight and queued requests get their final frame
   waiting_.clear();  // closes them
   // Handlers finish within their write deadline.
   std::unique_lock<std::mutex> lock(slots_mu_);
@@ -253,7 +332,7 @@ void Daemon::Shutdown() {
   }
   lock.unlock();
   if (reload_thread_.joinable()) reload_thread_.join();
-  worker_.reset();
+  workers_.clear();
   Log(LogLevel::kInfo, "stopped");
 }
 

@@ -49,7 +49,7 @@ class Daemon {
   ServerContext ctx_;
   std::unique_ptr<transport::AccessPolicy> policy_;
   std::unique_ptr<transport::RateLimiter> rate_limiter_;
-  std::unique_ptr<sched::EngineWorker> worker_;
+  std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
   std::thread accept_thread_;
   std::thread reload_thread_;

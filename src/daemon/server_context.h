@@ -5,6 +5,10 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "sched/engine_worker.h"
@@ -23,7 +27,23 @@ struct ServerContext {
     current_config = std::move(c);
   }
 
-  sched::EngineWorker* worker = nullptr;
+  // The loaded models by name, the first being the default. Fixed after startup.
+  std::vector<std::pair<std::string, sched::EngineWorker*>> workers;
+  sched::EngineWorker* worker = nullptr;  // the default (first) model's
+
+  // The worker for a request's `model`, or nullptr when no model has that name.
+  sched::EngineWorker* WorkerFor(const std::optional<std::string>& name) const {
+    if (!name) return worker;
+    for (const auto& [n, w] : workers) {
+      if (n == *name) return w;
+    }
+    return nullptr;
+  }
+  std::string ModelNames() const {
+    std::string all;
+    for (const auto& [n, w] : workers) all += (all.empty() ? "" : ", ") + n;
+    return all;
+  }
   transport::RateLimiter* rate_limiter = nullptr;
   std::atomic<bool> stopping{false};
   std::atomic<bool> shutdown_requested{false};  // a root peer sent Shutdown

@@ -15,6 +15,7 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
   w.Option(p.top_k, u32);
   w.Option(p.repeat_penalty, f32);
   w.Option(p.seed, u32);
+  w.Option(p.model, str);
 }
 
 Status ReadParams(PostcardReader& r, GenerateParams* p) {
@@ -26,7 +27,8 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->top_p, f32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->top_k, u32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->repeat_penalty, f32));
-  return r.Option(&p->seed, u32);
+  LLMD_RETURN_IF_ERROR(r.Option(&p->seed, u32));
+  return r.Option(&p->model, str);
 }
 
 Status Finished(const PostcardReader& r) {

@@ -45,6 +45,7 @@ struct GenerateParams {
   std::optional<uint32_t> top_k;
   std::optional<float> repeat_penalty;
   std::optional<uint32_t> seed;
+  std::optional<std::string> model;  // a loaded model's name (Models); default: the first
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 

@@ -61,7 +61,9 @@ TEST(Messages, StreamRequestMatchesTheDocumentedBytes) {
   r.type = Request::Type::kGenerateStream;
   r.params.temperature = 0.0f;
   r.params.seed = 7;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00");
+  r.params.model = "guard";
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64");
 }
 
 TEST(Messages, ResponsesMatchTheDocumentedBytes) {
@@ -93,7 +95,7 @@ TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Request chat = Generate("Hi", std::nullopt);
   chat.type = Request::Type::kChat;
   chat.session = "s1";
-  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00");
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00");
   Request end;
   end.type = Request::Type::kEndSession;
   end.session = "s1";

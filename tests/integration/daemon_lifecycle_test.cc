@@ -158,6 +158,34 @@ TEST(DaemonLifecycle, SighupReloadsAndKeepsTheOldModelOnFailure) {
   fs::remove_all(dir);
 }
 
+TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
+  DaemonProcess d({"--model-name", "speaker", "--models", "guard=" + TinyModelPath(), "--temperature", "0"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket());
+  auto models = c.Models();
+  ASSERT_TRUE(models.has_value());
+  EXPECT_EQ(*models, (std::vector<std::string>{"speaker", "guard"}));
+  GenerateOptions o;
+  o.max_tokens = 5;
+  o.model = "guard";
+  auto g = c.GenerateStream("Hello", o, nullptr);
+  ASSERT_TRUE(g.has_value()) << g.error().ToString();
+  o.model = "nope";
+  auto bad = c.GenerateStream("Hello", o, nullptr);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("unknown model 'nope'; loaded: speaker, guard"), std::string::npos);
+  EXPECT_NE(d.log().find("models=\"speaker, guard\""), std::string::npos);
+
+  // Models that do not fit the budget stop startup; nothing is evicted.
+  std::string dir = MakeTempDir();
+  std::string cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --models b=" + TinyModelPath() +
+                    " --memory-budget-mb 30 --socket " + dir + "/s.sock 2>" + dir + "/log";
+  int rc = ::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  EXPECT_NE(ReadAll(dir + "/log").find("over the memory budget of 30 MiB"), std::string::npos) << ReadAll(dir + "/log");
+  fs::remove_all(dir);
+}
+
 TEST(DaemonSessions, SurviveARestartThroughSaveAndRestore) {
   std::string dir = MakeTempDir();
   GenerateOptions o;
