@@ -45,6 +45,7 @@ struct GenerateOptions {
   std::optional<float> repeat_penalty;
   std::optional<uint32_t> seed;
   std::optional<std::string> model;  // a loaded model's name (Models); default: the first
+  std::optional<bool> guard;         // run the guard cascade (default: when llmd has a guard)
 };
 
 struct Generation {
@@ -56,6 +57,7 @@ struct Generation {
   float prefill_ms = 0;
   float ttft_ms = 0;
   float decode_ms = 0;
+  float guard_ms = 0;         // the guard cascade's time, 0 without it
   std::string finish_reason;  // "stop", "length" or "cancelled"
 };
 

@@ -141,7 +141,7 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
   req.session = std::string(session);
   req.prompt = std::string(prompt);
   req.max_tokens = o.max_tokens;
-  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed, o.model};
+  req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed, o.model, o.guard};
   if (auto e = c.Send(req, timeout)) return *e;
   Generation g;
   while (true) {
@@ -162,6 +162,7 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
         g.prefill_ms = resp->stats.prefill_ms;
         g.ttft_ms = resp->stats.ttft_ms;
         g.decode_ms = resp->stats.decode_ms;
+        g.guard_ms = resp->stats.guard_ms;
         g.finish_reason = FinishName(resp->stats.finish_reason);
         return g;
       case proto::Response::Type::kError:

@@ -19,6 +19,13 @@ struct DaemonConfig {
   std::string model_name;            // the first model's name; empty: its file name
   std::vector<std::pair<std::string, std::string>> extra_models;  // name, path ("models")
   uint64_t memory_budget_mb = 0;     // 0: the memory available at startup
+  // Guard cascade: the named model classifies every answer (when on) before it is sent.
+  std::string guard_model;           // empty: no cascade
+  std::string guard_system =
+      "You are a safety classifier. Judge whether the assistant's last answer is safe. "
+      "Reply with exactly one line: 'Safety: Safe', 'Safety: Unsafe' or 'Safety: Controversial'.";
+  // Holds the guard to the Qwen3Guard verdict format, whatever its weights say.
+  std::string guard_grammar = "root ::= \"Safety: \" (\"Safe\" | \"Unsafe\" | \"Controversial\")";
   DaemonConfig() { engine.sequences = 4; }
   engine::SamplingParams sampling;   // defaults for requests that do not set them
   uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)

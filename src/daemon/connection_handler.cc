@@ -235,11 +235,62 @@ class Handler {
     return job;
   }
 
+  // Why Await stopped without a completion.
+  enum class AwaitEnd { kDone, kError, kClosed };
+
+  // Waits for a job's end, forwarding its text as Token frames when `forward`; cancels it if
+  // the peer leaves, stops reading, or the request deadline passes.
+  AwaitEnd Await(sched::JobChannel& channel, bool forward, int64_t deadline, engine::Completion* out,
+                 Status* error) {
+    while (true) {
+      pollfd fds[2] = {{channel.event_fd(), POLLIN, 0}, {conn_.fd(), 0, 0}};
+      ::poll(fds, 2, 100);
+      if (fds[1].revents & (POLLHUP | POLLERR)) {  // the peer is gone: stop generating
+        channel.Cancel();
+        Log(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
+        Drain(channel);
+        return AwaitEnd::kClosed;
+      }
+      if (RealClock::Get().NowMs() > deadline) {
+        channel.Cancel();
+        Drain(channel);
+        *error = DeadlineExceededError("generation exceeded request_timeout_ms");
+        return AwaitEnd::kError;
+      }
+      while (auto ev = channel.TryPop()) {
+        switch (ev->type) {
+          case sched::JobEvent::Type::kText: {
+            if (!forward) break;
+            Response tok;
+            tok.type = Response::Type::kToken;
+            tok.text = std::move(ev->text);
+            if (!Send(tok)) {  // the peer stopped reading or left: cancel, free the slot
+              channel.Cancel();
+              Drain(channel);
+              return AwaitEnd::kClosed;
+            }
+            break;
+          }
+          case sched::JobEvent::Type::kError:
+            *error = ctx_.stopping.load() ? UnavailableError("the daemon is shutting down") : ev->error;
+            return AwaitEnd::kError;
+          case sched::JobEvent::Type::kDone:
+            *out = std::move(ev->completion);
+            return AwaitEnd::kDone;
+        }
+      }
+    }
+  }
+
   bool Generate(const Request& req) {
     const bool seed = req.is_seed_request();
     sched::EngineWorker* worker = ctx_.WorkerFor(req.params.model);
     if (worker == nullptr) {
       return SendError(InvalidArgumentError("unknown model '" + *req.params.model + "'; loaded: " + ctx_.ModelNames()), seed);
+    }
+    const bool guard = req.params.guard.value_or(!config_->guard_model.empty());
+    if (guard && ctx_.WorkerFor(config_->guard_model) == nullptr) {
+      return SendError(InvalidArgumentError("the guard cascade needs guard_model to name a loaded model"), seed);
     }
     auto job = MakeJob(req);
     if (!job.has_value()) return SendError(job.error(), seed);
@@ -249,49 +300,68 @@ class Handler {
     if (Status s = worker->Submit(std::move(*job)); !s.ok()) return SendError(s, seed);
 
     const int64_t deadline = RealClock::Get().NowMs() + config_->request_timeout_ms;
-    uint32_t streamed = 0;
-    while (true) {
-      pollfd fds[2] = {{channel->event_fd(), POLLIN, 0}, {conn_.fd(), 0, 0}};
-      ::poll(fds, 2, 100);
-      if (fds[1].revents & (POLLHUP | POLLERR)) {  // the peer is gone: stop generating
-        channel->Cancel();
-        Log(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
-        Drain(*channel);
-        return false;
-      }
-      if (RealClock::Get().NowMs() > deadline) {
-        channel->Cancel();
-        Drain(*channel);
-        return SendError(DeadlineExceededError("generation exceeded request_timeout_ms"), seed);
-      }
-      while (auto ev = channel->TryPop()) {
-        switch (ev->type) {
-          case sched::JobEvent::Type::kText: {
-            Response tok;
-            tok.type = Response::Type::kToken;
-            tok.text = std::move(ev->text);
-            ++streamed;
-            if (!Send(tok)) {  // the peer stopped reading or left: cancel, free the slot
-              channel->Cancel();
-              Drain(*channel);
-              return false;
-            }
-            break;
-          }
-          case sched::JobEvent::Type::kError:
-            if (ctx_.stopping.load()) {
-              SendError(UnavailableError("the daemon is shutting down"), seed);
-              return false;
-            }
-            return SendError(ev->error, seed);
-          case sched::JobEvent::Type::kDone:
-            return Finish(ev->completion, stream, seed);
+    engine::Completion answer;
+    Status error;
+    // With the guard on, nothing is shown before its verdict.
+    switch (Await(*channel, stream && !guard, deadline, &answer, &error)) {
+      case AwaitEnd::kClosed: return false;
+      case AwaitEnd::kError:
+        if (ctx_.stopping.load()) {
+          SendError(error, seed);
+          return false;
         }
+        return SendError(error, seed);
+      case AwaitEnd::kDone: break;
+    }
+    double guard_ms = 0;
+    if (guard && answer.stats.finish_reason != engine::FinishReason::kCancelled) {
+      auto verdict = Classify(req.prompt, answer.text, deadline, &guard_ms);
+      if (!verdict.has_value()) {
+        if (verdict.error().code() == StatusCode::kCancelled) return false;  // peer gone
+        return SendError(verdict.error(), seed);
+      }
+      if (!verdict->empty()) return SendError(Status(StatusCode::kInvalidArgument, *verdict), seed);
+      if (stream && !answer.text.empty()) {
+        Response tok;
+        tok.type = Response::Type::kToken;
+        tok.text = answer.text;
+        if (!Send(tok)) return false;
       }
     }
+    return Finish(answer, stream, seed, guard_ms);
   }
 
-  bool Finish(const engine::Completion& c, bool stream, bool seed) {
+  // Runs the guard model on the exchange. Returns "" when the answer may be shown, else the
+  // refusal message; Cancelled when the peer left meanwhile.
+  Result<std::string> Classify(const std::string& prompt, const std::string& answer, int64_t deadline,
+                               double* guard_ms) {
+    const int64_t start = RealClock::Get().NowMs();
+    sched::Job job;
+    job.system = config_->guard_system;
+    job.user = "User: " + prompt + "\n\nAssistant: " + answer;
+    job.options.max_tokens = 16;
+    job.options.sampling = engine::SamplingParams::Greedy();
+    job.options.sampling.grammar = config_->guard_grammar;
+    job.channel = std::make_shared<sched::JobChannel>();
+    auto channel = job.channel;
+    LLMD_RETURN_IF_ERROR(ctx_.WorkerFor(config_->guard_model)->Submit(std::move(job)));
+    engine::Completion verdict;
+    Status error;
+    switch (Await(*channel, false, deadline, &verdict, &error)) {
+      case AwaitEnd::kClosed: return CancelledError("peer gone");
+      case AwaitEnd::kError: return error.WithContext("guard");
+      case AwaitEnd::kDone: break;
+    }
+    *guard_ms = static_cast<double>(RealClock::Get().NowMs() - start);
+    Log(LogLevel::kInfo, "guard_verdict", {{"uid", std::to_string(peer_.uid)}, {"verdict", verdict.text},
+                                           {"guard_ms", std::to_string(static_cast<long long>(*guard_ms))}});
+    if (verdict.text.find("Unsafe") != std::string::npos) {
+      return std::string("refused by the guard: the answer was judged unsafe");
+    }
+    return std::string();
+  }
+
+  bool Finish(const engine::Completion& c, bool stream, bool seed, double guard_ms) {
     const auto& st = c.stats;
     Log(LogLevel::kDebug, "generated",
         {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
@@ -309,7 +379,8 @@ class Handler {
       r.stats = {static_cast<uint32_t>(st.prompt_tokens), static_cast<uint32_t>(st.cached_tokens),
                  static_cast<float>(st.prefill_ms), static_cast<float>(st.ttft_ms),
                  static_cast<float>(st.decode_ms),
-                 static_cast<proto::FinishReason>(static_cast<uint32_t>(st.finish_reason))};
+                 static_cast<proto::FinishReason>(static_cast<uint32_t>(st.finish_reason)),
+                 static_cast<float>(guard_ms)};
     } else {
       r.type = Response::Type::kGenerated;
       r.text = c.text;
@@ -338,6 +409,9 @@ class Handler {
 }  // namespace
 
 proto::ErrorCode WireCode(const Status& s, bool seed) {
+  if (s.message().starts_with("refused by the guard")) {
+    return seed ? ErrorCode::kGenerationFailed : ErrorCode::kRefused;
+  }
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
       if (!seed && s.message().starts_with("prompt too long")) return ErrorCode::kContextOverflow;

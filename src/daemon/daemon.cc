@@ -125,12 +125,21 @@ Status Daemon::Start() {
                                     std::to_string(used_mib) + " MiB, over the memory budget of " +
                                     std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted");
     }
+    if (name == c.guard_model) {
+      // A grammar that does not parse would fail every request: refuse it now.
+      engine::SamplingParams check = engine::SamplingParams::Greedy();
+      check.grammar = c.guard_grammar;
+      LLMD_RETURN_IF_ERROR(engine->NewSampler(check).error().WithContext("guard_grammar"));
+    }
     auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
     worker->set_max_sessions(c.max_sessions);
     ctx_.workers.emplace_back(name, worker.get());
     workers_.emplace_back(name, std::move(worker));
   }
   ctx_.worker = ctx_.workers.front().second;
+  if (!c.guard_model.empty() && ctx_.WorkerFor(c.guard_model) == nullptr) {
+    return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_.ModelNames() + ")");
+  }
   rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
   ctx_.rate_limiter = rate_limiter_.get();

@@ -40,6 +40,10 @@ struct SamplingParams {
 
   static constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // a fresh random seed per request
 
+  // A GBNF grammar (llama.cpp's) the output must follow, from rule "root"; empty: none. The
+  // guard cascade uses it to hold a classifier to its verdict format.
+  std::string grammar;
+
   // Greedy decoding, as llama.cpp's reference programs do it.
   static SamplingParams Greedy();
 

@@ -16,6 +16,7 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
   w.Option(p.repeat_penalty, f32);
   w.Option(p.seed, u32);
   w.Option(p.model, str);
+  w.Option(p.guard, [&](bool v) { w.Bool(v); });
 }
 
 Status ReadParams(PostcardReader& r, GenerateParams* p) {
@@ -28,7 +29,8 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->top_k, u32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->repeat_penalty, f32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->seed, u32));
-  return r.Option(&p->model, str);
+  LLMD_RETURN_IF_ERROR(r.Option(&p->model, str));
+  return r.Option(&p->guard, [&](bool* v) { return r.Bool(v); });
 }
 
 Status Finished(const PostcardReader& r) {
@@ -45,7 +47,7 @@ std::string_view ErrorCodeName(ErrorCode code) {
   static constexpr std::string_view kNames[kErrorCodeCount] = {
       "ModelNotLoaded", "GenerationFailed", "InvalidPrompt", "Timeout",
       "InternalError",  "PermissionDenied", "Busy",          "RateLimited",
-      "ContextOverflow", "Unsupported",     "ShuttingDown",  "Cancelled"};
+      "ContextOverflow", "Unsupported",     "ShuttingDown",  "Cancelled",     "Refused"};
   auto i = static_cast<uint32_t>(code);
   return i < kErrorCodeCount ? kNames[i] : "Unknown";
 }
@@ -136,6 +138,7 @@ std::string EncodeResponse(const Response& r) {
       w.F32(r.stats.ttft_ms);
       w.F32(r.stats.decode_ms);
       w.Varint(static_cast<uint32_t>(r.stats.finish_reason));
+      w.F32(r.stats.guard_ms);
       break;
     case Response::Type::kAck:
       break;
@@ -198,6 +201,7 @@ Result<Response> DecodeResponse(std::string_view payload) {
       LLMD_RETURN_IF_ERROR(r.Varint32(&finish));
       if (finish > 2) return InvalidArgumentError("unknown finish reason " + std::to_string(finish));
       resp.stats.finish_reason = static_cast<FinishReason>(finish);
+      LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.guard_ms));
       break;
     }
     case 5:

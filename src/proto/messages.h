@@ -31,9 +31,10 @@ enum class ErrorCode : uint32_t {
   kUnsupported = 9,      // unknown request variant or feature
   kShuttingDown = 10,    // the daemon is stopping; the request was not completed
   kCancelled = 11,
+  kRefused = 12,         // the guard model judged the answer unsafe
 };
 inline constexpr uint32_t kSeedErrorCodes = 6;
-inline constexpr uint32_t kErrorCodeCount = 12;
+inline constexpr uint32_t kErrorCodeCount = 13;
 std::string_view ErrorCodeName(ErrorCode code);
 
 // Sampling and prompt options of the appended requests; unset fields take the daemon's
@@ -46,6 +47,7 @@ struct GenerateParams {
   std::optional<float> repeat_penalty;
   std::optional<uint32_t> seed;
   std::optional<std::string> model;  // a loaded model's name (Models); default: the first
+  std::optional<bool> guard;         // run the guard cascade; default: guard_model is set
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 
@@ -84,6 +86,7 @@ struct Stats {
   float ttft_ms = 0;
   float decode_ms = 0;
   FinishReason finish_reason = FinishReason::kStop;
+  float guard_ms = 0;  // the guard's classification, 0 without the cascade
   friend bool operator==(const Stats&, const Stats&) = default;
 };
 

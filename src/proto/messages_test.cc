@@ -61,9 +61,10 @@ TEST(Messages, StreamRequestMatchesTheDocumentedBytes) {
   r.type = Request::Type::kGenerateStream;
   r.params.temperature = 0.0f;
   r.params.seed = 7;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00 00");
   r.params.model = "guard";
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64");
+  r.params.guard = true;
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64 01 01");
 }
 
 TEST(Messages, ResponsesMatchTheDocumentedBytes) {
@@ -87,15 +88,15 @@ TEST(Messages, ResponsesMatchTheDocumentedBytes) {
   Response done;
   done.type = Response::Type::kDone;
   done.tokens_generated = 5;
-  done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kLength};
-  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01");
+  done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kLength, 0.0f};
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01 00 00 00 00");
 }
 
 TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Request chat = Generate("Hi", std::nullopt);
   chat.type = Request::Type::kChat;
   chat.session = "s1";
-  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00");
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00");
   Request end;
   end.type = Request::Type::kEndSession;
   end.session = "s1";

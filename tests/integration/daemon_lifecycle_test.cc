@@ -186,6 +186,73 @@ TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
   fs::remove_all(dir);
 }
 
+// The guard is a synthetic model whose verdict is forced by its grammar (guard_grammar): with
+// `root ::= "Safety: Unsafe"` it can only say Unsafe, whatever its random weights are.
+TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
+  DaemonProcess d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
+                   "root ::= \"Safety: Unsafe\"", "--temperature", "0"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket());
+  GenerateOptions o;
+  o.max_tokens = 6;
+  std::string shown;
+  auto refused = c.GenerateStream("Tell me a secret.", o, [&](std::string_view t) {
+    shown += t;
+    return true;
+  });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kRefused));
+  EXPECT_NE(refused.error().message.find("refused by the guard"), std::string::npos);
+  EXPECT_TRUE(shown.empty()) << "nothing is shown before the verdict";
+  auto seed = c.Generate("Tell me a secret.", 6);
+  ASSERT_FALSE(seed.has_value());
+  EXPECT_EQ(seed.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kGenerationFailed))
+      << "a seed client gets a seed code";
+  EXPECT_TRUE(d.WaitForLog("verdict=\"Safety: Unsafe\"", std::chrono::seconds(2)));
+  o.guard = false;  // per request: no cascade
+  auto unguarded = c.GenerateStream("Tell me a secret.", o, nullptr);
+  ASSERT_TRUE(unguarded.has_value()) << unguarded.error().ToString();
+  EXPECT_EQ(unguarded->guard_ms, 0.0f);
+}
+
+TEST(DaemonGuard, PassesWhenTheGuardSaysSafeAndReportsItsTime) {
+  DaemonProcess d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
+                   "root ::= \"Safety: Safe\"", "--temperature", "0"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket());
+  GenerateOptions o;
+  o.max_tokens = 6;
+  std::string shown;
+  auto g = c.GenerateStream("Tell me about the sea.", o, [&](std::string_view t) {
+    shown += t;
+    return true;
+  });
+  ASSERT_TRUE(g.has_value()) << g.error().ToString();
+  EXPECT_EQ(shown, g->text);
+  EXPECT_GT(g->guard_ms, 0.0f);
+  o.guard = false;
+  auto plain = c.GenerateStream("Tell me about the sea.", o, nullptr);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->text, g->text) << "the cascade does not change the answer";
+}
+
+TEST(DaemonGuard, BadGuardSettingsStopStartup) {
+  std::string dir = MakeTempDir();
+  auto run = [&](const std::string& extra) {
+    std::string cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --socket " + dir + "/s.sock " +
+                      extra + " 2>" + dir + "/log";
+    int rc = ::system(cmd.c_str());
+    return std::make_pair(WEXITSTATUS(rc), ReadAll(dir + "/log"));
+  };
+  auto [rc1, log1] = run("--guard-model nope");
+  EXPECT_EQ(rc1, 1);
+  EXPECT_NE(log1.find("guard_model 'nope' is not a loaded model"), std::string::npos) << log1;
+  auto [rc2, log2] = run("--models g=" + TinyModelPath() + " --guard-model g --guard-grammar 'root ::= ('");
+  EXPECT_EQ(rc2, 1);
+  EXPECT_NE(log2.find("guard_grammar"), std::string::npos) << log2;
+  fs::remove_all(dir);
+}
+
 TEST(DaemonSessions, SurviveARestartThroughSaveAndRestore) {
   std::string dir = MakeTempDir();
   GenerateOptions o;

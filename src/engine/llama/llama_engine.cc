@@ -208,7 +208,9 @@ class LlamaEngine final : public Engine {
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     LLMD_RETURN_IF_ERROR(params.Validate());
-    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(NewSamplerChain(params), ctx_.get()));
+    llama_sampler_ptr chain = NewSamplerChain(params);
+    if (!chain) return InvalidArgumentError("the grammar does not parse (GBNF, rule \"root\")");
+    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), ctx_.get()));
   }
 
   bool IsEndOfGeneration(TokenId token) const override { return llama_vocab_is_eog(vocab_, token); }
@@ -438,6 +440,15 @@ llama_sampler_ptr LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
   auto params = llama_sampler_chain_default_params();
   params.no_perf = true;
   llama_sampler_ptr chain(llama_sampler_chain_init(params));
+  if (!p.grammar.empty()) {
+    llama_sampler* grammar = nullptr;
+    try {
+      grammar = llama_sampler_init_grammar(vocab_, p.grammar.c_str(), "root");
+    } catch (const std::exception&) {
+    }
+    if (grammar == nullptr) return nullptr;
+    llama_sampler_chain_add(chain.get(), grammar);
+  }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
     return chain;
@@ -540,6 +551,7 @@ Result<Completion> LlamaEngine::Run(std::vector<TokenId> prompt, const GenerateO
   LLMD_RETURN_IF_ERROR(prefill);
 
   llama_sampler_ptr sampler = NewSamplerChain(options.sampling);
+  if (!sampler) return InvalidArgumentError("the grammar does not parse (GBNF, rule \"root\")");
   Utf8StreamAssembler utf8;
   chat::ThinkStripper think;
   std::string visible;
