@@ -23,9 +23,11 @@ struct DaemonConfig {
   std::string guard_model;           // empty: no cascade
   std::string guard_system =
       "You are a safety classifier. Judge whether the assistant's last answer is safe. "
-      "Reply with exactly one line: 'Safety: Safe', 'Safety: Unsafe' or 'Safety: Controversial'.";
+      "Reply with 'Safety: Safe', 'Safety: Unsafe' or 'Safety: Controversial', then, if not safe, "
+      "a line 'Categories: ' naming the categories.";
   // Holds the guard to the Qwen3Guard verdict format, whatever its weights say.
-  std::string guard_grammar = "root ::= \"Safety: \" (\"Safe\" | \"Unsafe\" | \"Controversial\")";
+  std::string guard_grammar =
+      "root ::= \"Safety: \" (\"Safe\" | \"Unsafe\" | \"Controversial\") (\"\\nCategories: \" [A-Za-z ,/-]+)?";
   DaemonConfig() { engine.sequences = 4; }
   engine::SamplingParams sampling;   // defaults for requests that do not set them
   uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)

@@ -339,7 +339,7 @@ class Handler {
     sched::Job job;
     job.system = config_->guard_system;
     job.user = "User: " + prompt + "\n\nAssistant: " + answer;
-    job.options.max_tokens = 16;
+    job.options.max_tokens = 64;  // a verdict and a categories line
     job.options.sampling = engine::SamplingParams::Greedy();
     job.options.sampling.grammar = config_->guard_grammar;
     job.channel = std::make_shared<sched::JobChannel>();
@@ -355,10 +355,16 @@ class Handler {
     *guard_ms = static_cast<double>(RealClock::Get().NowMs() - start);
     Log(LogLevel::kInfo, "guard_verdict", {{"uid", std::to_string(peer_.uid)}, {"verdict", verdict.text},
                                            {"guard_ms", std::to_string(static_cast<long long>(*guard_ms))}});
-    if (verdict.text.find("Unsafe") != std::string::npos) {
-      return std::string("refused by the guard: the answer was judged unsafe");
+    // "Safety: Unsafe" refuses, with the categories when the guard names them; Safe and
+    // Controversial pass.
+    if (verdict.text.find("Safety: Unsafe") == std::string::npos) return std::string();
+    std::string refusal = "refused by the guard: the answer was judged unsafe";
+    if (size_t at = verdict.text.find("Categories: "); at != std::string::npos) {
+      std::string categories = verdict.text.substr(at + 12);
+      categories = categories.substr(0, categories.find('\n'));
+      refusal += " (categories: " + categories + ")";
     }
-    return std::string();
+    return refusal;
   }
 
   bool Finish(const engine::Completion& c, bool stream, bool seed, double guard_ms) {

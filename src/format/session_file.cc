@@ -48,24 +48,32 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 std::string EncodeSession(const SessionData& s, uint64_t fingerprint) {
   std::string out(kMagic);
   Put(out, kVersion, 4);
+  Put(out, 0, 8);  // total length, filled in below
   Put(out, fingerprint, 8);
   Put(out, s.system.size(), 4);
   out += s.system;
   Put(out, s.tokens.size(), 4);
   for (int32_t t : s.tokens) Put(out, static_cast<uint32_t>(t), 4);
+  std::string length;
+  Put(length, out.size() + 4, 8);
+  out.replace(12, 8, length);
   Put(out, Crc32(out), 4);
   return out;
 }
 
 Result<SessionData> DecodeSession(std::string_view in, uint64_t fingerprint, int32_t vocab_size) {
-  constexpr size_t kFixed = 8 + 4 + 8 + 4 + 4 + 4;  // magic, version, fingerprint, 2 lengths, crc
+  // magic, version, length, fingerprint, system length, token count, crc
+  constexpr size_t kFixed = 8 + 4 + 8 + 8 + 4 + 4 + 4;
   if (in.size() < kFixed) return Bad("is truncated");
   if (in.substr(0, 8) != kMagic) return Bad("has no LLMDSES1 magic");
   if (Get(in, 8, 4) != kVersion) return Bad("version " + std::to_string(Get(in, 8, 4)) + " is not supported");
+  if (Get(in, 12, 8) != in.size()) {
+    return Bad("says it is " + std::to_string(Get(in, 12, 8)) + " bytes but has " + std::to_string(in.size()));
+  }
   if (Crc32(in.substr(0, in.size() - 4)) != Get(in, in.size() - 4, 4)) return Bad("checksum does not match");
-  if (Get(in, 12, 8) != fingerprint) return Bad("was saved with another model");
+  if (Get(in, 20, 8) != fingerprint) return Bad("was saved with another model");
   SessionData s;
-  size_t at = 20;
+  size_t at = 28;
   uint64_t system_len = Get(in, at, 4);
   at += 4;
   if (system_len > in.size() - kFixed) return Bad("system prompt length exceeds the file");

@@ -2,8 +2,9 @@
 // (never llama.cpp's KV state, whose loader has had memory-safety bugs: the cache is rebuilt
 // by prefilling the tokens on the next turn).
 //
-//   "LLMDSES1" | version u32 | model fingerprint u64 | system: u32 length + bytes |
-//   tokens: u32 count + i32 each | crc32 u32 of everything before it      (little-endian)
+//   "LLMDSES1" | version u32 | total length u64 | model fingerprint u64 |
+//   system: u32 length + bytes | tokens: u32 count + i32 each |
+//   crc32 u32 of everything before it                                    (little-endian)
 //
 // A file is trusted only after every length is checked against the file, the checksum
 // matches, the fingerprint names the loaded model and every token is in its vocabulary.

@@ -43,6 +43,8 @@ TEST(SessionFile, RejectsForeignCraftedAndTruncatedFiles) {
   std::string flipped = good;
   flipped[30] ^= 1;
   EXPECT_NE(err(DecodeSession(flipped, 42, 151936)).find("checksum"), std::string::npos);
+  std::string longer = good + "x";
+  EXPECT_NE(err(DecodeSession(longer, 42, 151936)).find("bytes but has"), std::string::npos);
   // A huge token count under a checksum that matches: refused by the size check.
   std::string crafted = EncodeSession(SessionData{"", {}}, 42);
   crafted.resize(crafted.size() - 4);                                   // drop the crc

@@ -190,7 +190,7 @@ TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
 // `root ::= "Safety: Unsafe"` it can only say Unsafe, whatever its random weights are.
 TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
   DaemonProcess d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
-                   "root ::= \"Safety: Unsafe\"", "--temperature", "0"});
+                   "root ::= \"Safety: Unsafe\\nCategories: Violent\"", "--temperature", "0"});
   ASSERT_TRUE(d.ready()) << d.log();
   LlmClient c(d.socket());
   GenerateOptions o;
@@ -202,13 +202,15 @@ TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
   });
   ASSERT_FALSE(refused.has_value());
   EXPECT_EQ(refused.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kRefused));
-  EXPECT_NE(refused.error().message.find("refused by the guard"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("refused by the guard: the answer was judged unsafe (categories: Violent)"),
+            std::string::npos)
+      << refused.error().message;
   EXPECT_TRUE(shown.empty()) << "nothing is shown before the verdict";
   auto seed = c.Generate("Tell me a secret.", 6);
   ASSERT_FALSE(seed.has_value());
   EXPECT_EQ(seed.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kGenerationFailed))
       << "a seed client gets a seed code";
-  EXPECT_TRUE(d.WaitForLog("verdict=\"Safety: Unsafe\"", std::chrono::seconds(2)));
+  EXPECT_TRUE(d.WaitForLog("verdict=\"Safety: Unsafe\\x0ACategories: Violent\"", std::chrono::seconds(2))) << d.log();
   o.guard = false;  // per request: no cascade
   auto unguarded = c.GenerateStream("Tell me a secret.", o, nullptr);
   ASSERT_TRUE(unguarded.has_value()) << unguarded.error().ToString();
@@ -294,7 +296,7 @@ TEST(DaemonSessions, SurviveARestartThroughSaveAndRestore) {
   ASSERT_TRUE(crafted.has_value());
   EXPECT_NE(crafted->message.find("session file"), std::string::npos);
   std::string foreign = ReadAll(dir + "/trip.llmds");
-  foreign[12] ^= 0x55;  // the model fingerprint
+  foreign[20] ^= 0x55;  // the model fingerprint
   std::ofstream(dir + "/foreign.llmds") << foreign;
   auto other = c.RestoreSession("foreign");
   ASSERT_TRUE(other.has_value());

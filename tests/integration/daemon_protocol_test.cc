@@ -328,6 +328,22 @@ TEST_F(DaemonProtocolTest, StatsAndModels) {
   EXPECT_EQ(*models, std::vector<std::string>{"tiny-q8_0"});
 }
 
+TEST(DaemonQueue, AFullQueueAnswersBusyAndNeverBlocks) {
+  DaemonProcess d({"--parallel", "1", "--queue-depth", "1", "--max-new-tokens", "4096"});
+  ASSERT_TRUE(d.ready());
+  RawConn running(d.socket()), queued(d.socket()), third(d.socket());
+  ASSERT_TRUE(running.Send(GenerateRequest("Write forever.", 4000, true)));
+  ASSERT_TRUE(running.Receive().has_value()) << "the only slot is busy";
+  ASSERT_TRUE(queued.Send(GenerateRequest("Then this.", 4000, true)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(third.Send(GenerateRequest("And this.", 4000, true)));
+  auto r = third.Receive(5000);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->type, Response::Type::kError);
+  EXPECT_EQ(r->code, ErrorCode::kBusy);
+  EXPECT_NE(r->text.find("queue is full"), std::string::npos);
+}
+
 TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
   LlmClient client(daemon_->socket());
   auto reference = client.Generate("Count slowly.", 16);
