@@ -123,17 +123,19 @@ size_t EngineWorker::queued() const {
 }
 
 void EngineWorker::PublishHealth() {
-  model_loaded_ = engine_ && engine_->loaded();
-  device_index_ = engine_ ? engine_->model_info().device_index : 0;
-  fingerprint_ = engine_ ? engine_->model_info().fingerprint : 0;
-  vocab_size_ = engine_ ? engine_->model_info().vocab_size : 0;
-  if (!engine_ || slots_.empty()) {
+  if (!engine_) {
+    model_loaded_ = false;
     kv_usage_ = 0.0f;
     return;
   }
+  const engine::ModelInfo info = engine_->model_info();
+  model_loaded_ = engine_->loaded();
+  device_index_ = info.device_index;
+  fingerprint_ = info.fingerprint;
+  vocab_size_ = info.vocab_size;
   size_t used = 0;
   for (const auto& s : slots_) used += s->resident.size();
-  const double cells = static_cast<double>(engine_->model_info().context_tokens) * slots_.size();
+  const double cells = static_cast<double>(info.context_tokens) * std::max<size_t>(1, slots_.size());
   kv_usage_ = static_cast<float>(used / cells);
 }
 
@@ -353,6 +355,9 @@ bool EngineWorker::Step() {
     s.resident.push_back(item.token);
     if (!s.has_pending) s.prefilled = std::max(s.prefilled, static_cast<size_t>(item.position) + 1);
   }
+  // Published before any token of this step is: a client that has seen a token sees a health
+  // report that includes it.
+  PublishHealth();
   for (auto& [slot, index] : outputs) {
     if (!slot->has_pending) slot->prefill_end_ms = static_cast<double>(NowMs());
     slot->has_pending = false;
