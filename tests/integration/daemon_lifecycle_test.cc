@@ -78,6 +78,7 @@ TEST(DaemonLifecycle, Item18_StaleSocketAfterKill9AndSecondInstance) {
   pid_t pid = ::fork();
   if (pid == 0) {
     int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);  // never hold ctest's output pipe open
     ::dup2(null, 2);
     ::execl(LLMD_BINARY, LLMD_BINARY, "--model", TinyModelPath().c_str(), "--socket", first.socket().c_str(), nullptr);
     ::_exit(127);
@@ -343,6 +344,7 @@ pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int l
   pid_t pid = ::fork();
   if (pid == 0) {
     int log = ::open((dir + "/log").c_str(), O_WRONLY | O_CREAT, 0644);
+    ::dup2(log, 1);  // never hold ctest's output pipe open
     ::dup2(log, 2);
     ::setenv("NOTIFY_SOCKET", notify.c_str(), 1);
     ::setenv("WATCHDOG_USEC", "400000", 1);
@@ -393,13 +395,14 @@ TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd);
   ::close(fd);
   auto r = early.Receive(20000);
-  ASSERT_TRUE(r.has_value()) << ReadAll(dir + "/log");
-  EXPECT_EQ(r->type, proto::Response::Type::kHealth);
-  EXPECT_FALSE(fs::exists(dir + "/own.sock")) << "the passed socket is used, none is created";
-  ::kill(pid, SIGTERM);
+  const bool own_socket = fs::exists(dir + "/own.sock");
+  ::kill(pid, SIGTERM);  // before any assertion can return early
   int status;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_TRUE(r.has_value()) << ReadAll(dir + "/log");
+  EXPECT_EQ(r->type, proto::Response::Type::kHealth);
+  EXPECT_FALSE(own_socket) << "the passed socket is used, none is created";
   EXPECT_TRUE(fs::exists(path)) << "systemd's socket is systemd's to remove";
   fs::remove_all(dir);
 }
