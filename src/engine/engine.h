@@ -125,9 +125,6 @@ class Engine {
   // Stats of the most recent generation.
   virtual GenerationStats last_stats() const = 0;
 
-  // Fraction of the KV cache holding tokens, 0..1.
-  virtual float kv_cache_usage() const = 0;
-
   // Clears the KV cache; the next request prefills from scratch.
   virtual void Reset() = 0;
   // Frees the model and context; loaded() becomes false.

@@ -117,11 +117,6 @@ HealthSnapshot EngineWorker::health() const {
   return {model_loaded_.load(), device_index_.load(), kv_usage_.load(), fingerprint_.load(), vocab_size_.load()};
 }
 
-size_t EngineWorker::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
-}
-
 void EngineWorker::PublishHealth() {
   if (!engine_) {
     model_loaded_ = false;

@@ -125,7 +125,6 @@ class EngineWorker {
   // Milliseconds (RealClock) of the engine thread's last sign of life: a finished decode step
   // or a wait on the queue. The watchdog pings systemd only while this moves.
   int64_t last_progress_ms() const { return last_progress_ms_.load(); }
-  size_t queued() const;
 
  private:
   struct Slot;

@@ -30,12 +30,8 @@ TEST(DaemonClient, TypedErrors) {
   // A peer that accepts but never answers: Timeout.
   std::string dir = MakeTempDir();
   std::string path = dir + "/silent.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ::listen(fd, 4);
+  int fd = ListenUnix(path);
+  ASSERT_GE(fd, 0);
   LlmClient silent(path, std::chrono::milliseconds(200));
   auto t = silent.Generate("hi");
   ASSERT_FALSE(t.has_value());

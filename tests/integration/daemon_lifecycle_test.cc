@@ -381,12 +381,8 @@ TEST(DaemonLifecycle, NotifiesSystemdReadyWatchdogAndStopping) {
 TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   std::string dir = MakeTempDir();
   std::string path = dir + "/activated.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(fd, 8), 0);
+  int fd = ListenUnix(path);
+  ASSERT_GE(fd, 0);
   // A client can connect (and queue) before the daemon even starts.
   RawConn early(path);
   ASSERT_TRUE(early.connected());

@@ -154,6 +154,20 @@ class DaemonProcess {
   bool ready_ = false;
 };
 
+// A bound, listening Unix socket that nobody serves (a silent peer, or a socket handed over as
+// systemd would). Returns the descriptor, or -1.
+inline int ListenUnix(const std::string& path, int backlog = 8) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, backlog) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A raw connection for byte-level tests.
 class RawConn {
  public:

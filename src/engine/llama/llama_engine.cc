@@ -231,10 +231,6 @@ class LlamaEngine final : public Engine {
 
   GenerationStats last_stats() const override { return last_stats_; }
 
-  float kv_cache_usage() const override {
-    if (!ctx_) return 0.0f;
-    return static_cast<float>(resident_.size()) / static_cast<float>(llama_n_ctx_seq(ctx_.get()));
-  }
 
   void Reset() override {
     if (ctx_) llama_memory_clear(llama_get_memory(ctx_.get()), true);
