@@ -26,7 +26,7 @@ TEST(DaemonLoad, Item24_ConnectionFloodBesideFourStreams) {
   const long rss_before = d.RssKb();
 
   // Four long streams hold every slot.
-  std::atomic<int> streams_done{0};
+  std::atomic<int> streams_done{0}, streams_ended{0};
   std::vector<std::thread> streams;
   for (int i = 0; i < 4; ++i) {
     streams.emplace_back([&, i] {
@@ -36,6 +36,7 @@ TEST(DaemonLoad, Item24_ConnectionFloodBesideFourStreams) {
       o.temperature = 0.0f;
       auto g = c.GenerateStream("Stream " + std::to_string(i) + ": write at length.", o, nullptr);
       if (g.has_value()) streams_done++;
+      streams_ended++;
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -71,16 +72,17 @@ TEST(DaemonLoad, Item24_ConnectionFloodBesideFourStreams) {
     c.Send(HealthRequest());
     c.Receive(2000);
   }
-  // Within a few seconds after the flood, a normal request succeeds.
-  start = std::chrono::steady_clock::now();
+  // After the flood a normal request succeeds. Busy is a fine answer while the four streams
+  // hold every slot, so retry; once they are done, a few more tries must be enough (no lasting
+  // lockout). Counted in tries, not seconds: CI machines are shared and slow.
   auto g = probe.Generate("Hello after the flood", 8);
-  // Busy is a fine answer while the four streams hold every slot: retry, with a bound.
-  for (int attempt = 0; attempt < 100 && !g.has_value(); ++attempt) {
+  int tries_after_streams = 0;
+  while (!g.has_value() && tries_after_streams < 20) {
+    if (streams_ended.load() == 4) ++tries_after_streams;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     g = probe.Generate("Hello after the flood", 8);
   }
-  ASSERT_TRUE(g.has_value()) << g.error().ToString();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << "no lasting lockout";
+  ASSERT_TRUE(g.has_value()) << "no lasting lockout: " << g.error().ToString();
   for (auto& t : streams) t.join();
   EXPECT_EQ(streams_done.load(), 4) << "the streams finished despite the flood (connected " << connected
                                     << ", refused " << refused << ")";
