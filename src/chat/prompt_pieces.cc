@@ -44,4 +44,15 @@ PromptPieces ChatMlNextTurn(std::string_view user) {
           {"<|im_end|>\n" + std::string(kAssistantOpen), false}};
 }
 
+PromptPieces ChatMlConversation(const std::vector<Message>& messages, bool enable_thinking) {
+  PromptPieces p;
+  for (const Message& m : messages) {
+    p.push_back({"<|im_start|>" + m.role + "\n", false});
+    p.push_back({m.content, true});
+    p.push_back({"<|im_end|>\n", false});
+  }
+  p.push_back({enable_thinking ? std::string("<|im_start|>assistant\n") : std::string(kAssistantOpen), false});
+  return p;
+}
+
 }  // namespace llmd::chat

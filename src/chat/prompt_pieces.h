@@ -12,6 +12,12 @@
 
 namespace llmd::chat {
 
+// One message of a conversation, as an OpenAI client sends it.
+struct Message {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
 struct PromptPiece {
   std::string text;
   bool user = false;  // true: tokenize as plain text
@@ -30,6 +36,9 @@ Result<PromptPieces> SplitAtMarkers(std::string_view rendered,
 PromptPieces ChatMlFirstTurn(std::string_view system, std::string_view user);
 // The text that closes the previous reply and opens the next turn.
 PromptPieces ChatMlNextTurn(std::string_view user);
+// A whole conversation, ending with the assistant's generation prompt (with the empty think
+// block unless `enable_thinking`). Every message's content is a user piece.
+PromptPieces ChatMlConversation(const std::vector<Message>& messages, bool enable_thinking);
 
 }  // namespace llmd::chat
 

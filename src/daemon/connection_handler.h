@@ -6,12 +6,14 @@
 #include <memory>
 #include <string>
 
-#include "daemon/server_context.h"
+#include "sched/server_context.h"
 #include "proto/messages.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
 
 namespace llmd::daemon {
+
+using sched::ServerContext;
 
 void ServeConnection(std::unique_ptr<transport::FrameConnection> conn,
                      const transport::PeerCred& peer, ServerContext& ctx);

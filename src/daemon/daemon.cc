@@ -140,7 +140,7 @@ Status Daemon::Start() {
   if (!c.guard_model.empty() && ctx_.WorkerFor(c.guard_model) == nullptr) {
     return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_.ModelNames() + ")");
   }
-  rate_limiter_ = std::make_unique<transport::RateLimiter>(c.rate_limit, RealClock::Get());
+  rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
   ctx_.rate_limiter = rate_limiter_.get();
 

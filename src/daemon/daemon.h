@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "config/config.h"
-#include "daemon/server_context.h"
+#include "sched/server_context.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"
@@ -46,9 +46,9 @@ class Daemon {
 
   config::ParsedConfig parsed_;
   config::ConfigSources sources_;
-  ServerContext ctx_;
+  sched::ServerContext ctx_;
   std::unique_ptr<transport::AccessPolicy> policy_;
-  std::unique_ptr<transport::RateLimiter> rate_limiter_;
+  std::unique_ptr<sched::RateLimiter> rate_limiter_;
   std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
   std::thread accept_thread_;

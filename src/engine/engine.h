@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/prompt_pieces.h"
 #include "engine/types.h"
 #include "llmd/result.h"
 
@@ -113,6 +114,14 @@ class Engine {
   // What follows a previous reply's tokens to start the next chat turn (ChatSession's rule).
   virtual Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
                                                       bool sanitize) const = 0;
+  // The prompt of a whole conversation (OpenAI messages) with the template applied and the
+  // generation prompt last. Contents are tokenized as plain text; "user" contents go through
+  // SanitizeUserInput when `sanitize`, every other content is only checked for valid UTF-8.
+  // A role other than system, user or assistant is InvalidArgument.
+  virtual Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages,
+                                                          bool enable_thinking, bool sanitize) const = 0;
+  // A raw completion prompt, as Complete would feed it (plain text, BOS if the model wants one).
+  virtual Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const = 0;
   // Decodes one batch (prompt chunks and/or one new token per sequence) in one llama_decode.
   virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
   // Drops the KV cache of `sequence` from `position` on.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "chat/stop_strings.h"
 #include "chat/think_stripper.h"
 #include "common/clock.h"
 #include "common/utf8.h"
@@ -58,8 +59,10 @@ struct EngineWorker::Slot {
   bool has_pending = false;
   Utf8StreamAssembler utf8;
   chat::ThinkStripper think;
+  chat::StopStrings stops;
   engine::Completion out;
   int64_t prefill_start_ms = 0, first_token_ms = 0;
+  std::chrono::steady_clock::time_point last_token;  // for the inter-token histogram
   double prefill_end_ms = 0;
 };
 
@@ -214,6 +217,9 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
   std::lock_guard<std::mutex> lock(mu_);
   ++finished_;
   generated_ += st.generated_tokens;
+  metrics_.prompt_tokens += st.prompt_tokens;
+  metrics_.cached_tokens += st.cached_tokens;
+  metrics_.generated_tokens += st.generated_tokens;
   prompt_tokens_ += st.prompt_tokens;
   cached_tokens_ += st.cached_tokens;
   if (st.generated_tokens > 0) {
@@ -228,7 +234,11 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
 
 void EngineWorker::Admit(Job job) {
   Result<std::vector<engine::TokenId>> prompt = InvalidArgumentError("unset");
-  if (job.session.empty()) {
+  if (job.raw) {
+    prompt = engine_->CompletionPrompt(job.user);
+  } else if (!job.messages.empty()) {
+    prompt = engine_->ConversationPrompt(job.messages, job.enable_thinking, job.sanitize);
+  } else if (job.session.empty()) {
     prompt = engine_->ChatPrompt(job.system, job.user, job.sanitize);
   } else {
     // A chat turn: the session's exact tokens, then this turn's text, so the cache of the
@@ -300,6 +310,7 @@ void EngineWorker::Admit(Job job) {
   slot.has_pending = false;
   slot.utf8 = Utf8StreamAssembler();
   slot.think = chat::ThinkStripper();
+  slot.stops = chat::StopStrings(job.stop);
   slot.out = engine::Completion();
   slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
@@ -365,11 +376,16 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   engine::GenerationStats& st = slot.out.stats;
   engine::TokenId token = slot.sampler->Sample(output_index);
   const int64_t now = NowMs();
+  const auto now_precise = std::chrono::steady_clock::now();
   if (st.generated_tokens == 0 && slot.first_token_ms == 0) {
     slot.first_token_ms = now;
     st.ttft_ms = static_cast<double>(now - slot.job.submitted_ms);
     st.prefill_ms = slot.prefill_end_ms - static_cast<double>(slot.prefill_start_ms);
+    metrics_.ttft_seconds.Observe(st.ttft_ms / 1000.0);
+  } else {
+    metrics_.inter_token_seconds.Observe(std::chrono::duration<double>(now_precise - slot.last_token).count());
   }
+  slot.last_token = now_precise;
   if (engine_->IsEndOfGeneration(token)) {
     Finish(slot, engine::FinishReason::kStop);
     return;
@@ -378,9 +394,14 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   ++st.generated_tokens;
   std::string text = slot.utf8.Push(engine_->TokenText(token));
   if (slot.job.options.strip_think) text = slot.think.Push(text);
+  text = slot.stops.Push(text);
   if (!text.empty()) {
     slot.out.text += text;
     if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, text, {}, {}});
+  }
+  if (slot.stops.stopped()) {
+    Finish(slot, engine::FinishReason::kStop);
+    return;
   }
   if (--slot.budget <= 0) {
     Finish(slot, engine::FinishReason::kLength);
@@ -396,6 +417,8 @@ void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   if (slot.first_token_ms != 0) st.decode_ms = static_cast<double>(NowMs() - slot.first_token_ms);
   std::string tail = slot.utf8.Finish();
   if (slot.job.options.strip_think) tail = slot.think.Push(tail) + slot.think.Finish();
+  tail = slot.stops.Push(tail);
+  tail += slot.stops.Finish();
   if (!tail.empty()) {
     slot.out.text += tail;
     if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, tail, {}, {}});

@@ -26,7 +26,9 @@
 #include <thread>
 #include <vector>
 
+#include "chat/prompt_pieces.h"
 #include "engine/engine.h"
+#include "sched/metrics.h"
 
 namespace llmd::sched {
 
@@ -64,9 +66,15 @@ class JobChannel {
   std::atomic<bool> cancel_{false};
 };
 
+// What to generate from. By default a one-shot chat turn {system, user}; with `messages` a
+// whole conversation (OpenAI chat); with `raw` the user text is a plain completion prompt.
 struct Job {
   std::string system;
   std::string user;
+  std::vector<chat::Message> messages;  // non-empty: render these (system and user unused)
+  bool enable_thinking = false;         // with messages: the template's thinking switch
+  bool raw = false;                     // user is a raw prompt, no template
+  std::vector<std::string> stop;        // stop strings: the text ends before the first one
   bool sanitize = true;             // apply the seed's input sanitizer to `user`
   std::string session;              // non-empty: a chat turn on this session (created if new)
   int64_t submitted_ms = 0;         // set by Submit (RealClock)
@@ -122,6 +130,8 @@ class EngineWorker {
   void Stop();
 
   HealthSnapshot health() const;
+  // Latency histograms and token counters for /metrics.
+  const WorkerMetrics& metrics() const { return metrics_; }
   // Milliseconds (RealClock) of the engine thread's last sign of life: a finished decode step
   // or a wait on the queue. The watchdog pings systemd only while this moves.
   int64_t last_progress_ms() const { return last_progress_ms_.load(); }
@@ -160,6 +170,7 @@ class EngineWorker {
   double prefill_ms_ = 0, decode_ms_ = 0;
   uint64_t decoded_ = 0;
   std::deque<double> ttfts_;  // the last 1000
+  WorkerMetrics metrics_;
 
   std::unique_ptr<engine::Engine> engine_;  // engine thread only
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only

@@ -20,13 +20,14 @@ common_chat_msg Msg(const char* role, std::string content) {
   return m;
 }
 
-std::string Render(const common_chat_templates* t, std::vector<common_chat_msg> msgs) {
+std::string Render(const common_chat_templates* t, std::vector<common_chat_msg> msgs,
+                   bool enable_thinking = false) {
   common_chat_templates_inputs in;
   in.messages = std::move(msgs);
   in.add_generation_prompt = true;
   in.use_jinja = true;
-  in.enable_thinking = false;
-  in.chat_template_kwargs["enable_thinking"] = "false";
+  in.enable_thinking = enable_thinking;
+  in.chat_template_kwargs["enable_thinking"] = enable_thinking ? "true" : "false";
   return common_chat_templates_apply(t, in).prompt;
 }
 
@@ -89,6 +90,26 @@ chat::PromptPieces ChatTemplate::NextTurn(std::string_view system, std::string_v
     }
   }
   return chat::ChatMlNextTurn(user);
+}
+
+chat::PromptPieces ChatTemplate::Conversation(const std::vector<chat::Message>& messages,
+                                              bool enable_thinking) const {
+  if (from_model_) {
+    try {
+      std::vector<common_chat_msg> msgs;
+      std::vector<std::string> markers;
+      std::vector<std::string_view> values;
+      for (size_t i = 0; i < messages.size(); ++i) {
+        markers.push_back(Marker(static_cast<int>(i)));
+        values.push_back(messages[i].content);
+        msgs.push_back(Msg(messages[i].role.c_str(), markers.back()));
+      }
+      auto pieces = chat::SplitAtMarkers(Render(templates_.get(), msgs, enable_thinking), markers, values);
+      if (pieces.has_value()) return *pieces;
+    } catch (const std::exception&) {
+    }
+  }
+  return chat::ChatMlConversation(messages, enable_thinking);
 }
 
 }  // namespace llmd::engine

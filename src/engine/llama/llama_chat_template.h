@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "chat/prompt_pieces.h"
 
@@ -32,6 +33,9 @@ class ChatTemplate {
   // What follows a generated reply to start the next turn: the reply's closing text, the new
   // user message and the generation prompt.
   chat::PromptPieces NextTurn(std::string_view system, std::string_view user) const;
+  // A whole conversation (OpenAI messages), ending with the generation prompt. Thinking is
+  // rendered on or off through the template's enable_thinking switch.
+  chat::PromptPieces Conversation(const std::vector<chat::Message>& messages, bool enable_thinking) const;
 
  private:
   struct Deleter {

@@ -165,6 +165,33 @@ class LlamaEngine final : public Engine {
     return TurnPrompt(system, user, sanitize, /*first=*/false);
   }
 
+  Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages,
+                                                  bool enable_thinking, bool sanitize) const override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    std::vector<chat::Message> clean = messages;
+    for (size_t i = 0; i < clean.size(); ++i) {
+      chat::Message& m = clean[i];
+      if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+        return InvalidArgumentError("messages[" + std::to_string(i) + "].role must be system, user or assistant");
+      }
+      if (m.role == "user" && sanitize) {
+        LLMD_ASSIGN_OR_RETURN(m.content, chat::SanitizeUserInput(m.content));
+      } else if (!IsValidUtf8(m.content)) {
+        return InvalidArgumentError("messages[" + std::to_string(i) + "].content is not valid UTF-8");
+      }
+    }
+    return TokenizePieces(chat_template_->Conversation(clean, enable_thinking), /*first=*/true);
+  }
+
+  Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (size_t bad = FindInvalidUtf8(prompt); bad != std::string_view::npos) {
+      return InvalidArgumentError("prompt is not valid UTF-8 (first bad byte at offset " +
+                                  std::to_string(bad) + ")");
+    }
+    return Tokenize(prompt, llama_vocab_get_add_bos(vocab_), false);
+  }
+
   Result<std::vector<TokenId>> TurnPrompt(std::string_view system, std::string_view user, bool sanitize,
                                           bool first) const {
     LLMD_RETURN_IF_ERROR(RequireLoaded());

@@ -1,9 +1,9 @@
-#include "transport/rate_limiter.h"
+#include "sched/rate_limiter.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace llmd::transport {
+namespace llmd::sched {
 
 int64_t RateLimiter::Acquire(uint32_t uid) {
   const int64_t now = clock_.NowMs();
@@ -20,4 +20,4 @@ int64_t RateLimiter::Acquire(uint32_t uid) {
   return static_cast<int64_t>(std::ceil((1.0 - b.tokens) * 1000.0 / rate_));
 }
 
-}  // namespace llmd::transport
+}  // namespace llmd::sched

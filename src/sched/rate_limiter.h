@@ -1,7 +1,7 @@
 // RateLimiter: a token bucket per peer UID, so opening a new connection does not reset a
 // peer's budget. Thread-safe.
-#ifndef LLMD_TRANSPORT_RATE_LIMITER_H_
-#define LLMD_TRANSPORT_RATE_LIMITER_H_
+#ifndef LLMD_SCHED_RATE_LIMITER_H_
+#define LLMD_SCHED_RATE_LIMITER_H_
 
 #include <cstdint>
 #include <mutex>
@@ -9,7 +9,7 @@
 
 #include "common/clock.h"
 
-namespace llmd::transport {
+namespace llmd::sched {
 
 class RateLimiter {
  public:
@@ -31,6 +31,6 @@ class RateLimiter {
   std::unordered_map<uint32_t, Bucket> buckets_;  // one per allowed UID: a handful
 };
 
-}  // namespace llmd::transport
+}  // namespace llmd::sched
 
-#endif  // LLMD_TRANSPORT_RATE_LIMITER_H_
+#endif  // LLMD_SCHED_RATE_LIMITER_H_

@@ -1,6 +1,6 @@
-// ServerContext: what every connection handler shares. Built and owned by Daemon.
-#ifndef LLMD_DAEMON_SERVER_CONTEXT_H_
-#define LLMD_DAEMON_SERVER_CONTEXT_H_
+// ServerContext: what every connection handler shares. Built and owned by the daemon; the native and HTTP front ends read it.
+#ifndef LLMD_SCHED_SERVER_CONTEXT_H_
+#define LLMD_SCHED_SERVER_CONTEXT_H_
 
 #include <atomic>
 #include <memory>
@@ -12,9 +12,10 @@
 
 #include "config/config.h"
 #include "sched/engine_worker.h"
-#include "transport/rate_limiter.h"
+#include "sched/metrics.h"
+#include "sched/rate_limiter.h"
 
-namespace llmd::daemon {
+namespace llmd::sched {
 
 struct ServerContext {
   // The settings requests use (sampling defaults, limits). Replaced whole on reload.
@@ -28,11 +29,11 @@ struct ServerContext {
   }
 
   // The loaded models by name, the first being the default. Fixed after startup.
-  std::vector<std::pair<std::string, sched::EngineWorker*>> workers;
-  sched::EngineWorker* worker = nullptr;  // the default (first) model's
+  std::vector<std::pair<std::string, EngineWorker*>> workers;
+  EngineWorker* worker = nullptr;  // the default (first) model's
 
   // The worker for a request's `model`, or nullptr when no model has that name.
-  sched::EngineWorker* WorkerFor(const std::optional<std::string>& name) const {
+  EngineWorker* WorkerFor(const std::optional<std::string>& name) const {
     if (!name) return worker;
     for (const auto& [n, w] : workers) {
       if (n == *name) return w;
@@ -44,7 +45,9 @@ struct ServerContext {
     for (const auto& [n, w] : workers) all += (all.empty() ? "" : ", ") + n;
     return all;
   }
-  transport::RateLimiter* rate_limiter = nullptr;
+  RateLimiter* rate_limiter = nullptr;
+  RequestCounters requests;               // finished requests by API and outcome
+  std::atomic<bool> ready{false};         // the models are loaded and warm
   std::atomic<bool> stopping{false};
   std::atomic<bool> shutdown_requested{false};  // a root peer sent Shutdown
 
@@ -52,6 +55,6 @@ struct ServerContext {
   std::shared_ptr<const config::DaemonConfig> current_config;  // guarded by config_mu
 };
 
-}  // namespace llmd::daemon
+}  // namespace llmd::sched
 
-#endif  // LLMD_DAEMON_SERVER_CONTEXT_H_
+#endif  // LLMD_SCHED_SERVER_CONTEXT_H_

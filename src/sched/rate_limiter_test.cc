@@ -1,8 +1,8 @@
-#include "transport/rate_limiter.h"
+#include "sched/rate_limiter.h"
 
 #include <gtest/gtest.h>
 
-namespace llmd::transport {
+namespace llmd::sched {
 namespace {
 
 TEST(RateLimiter, AllowsABurstThenThrottlesPerUid) {
@@ -26,4 +26,4 @@ TEST(RateLimiter, LongIdleNeverOverflowsTheBucket) {
 }
 
 }  // namespace
-}  // namespace llmd::transport
+}  // namespace llmd::sched

@@ -1,0 +1,59 @@
+#include "http/metrics_page.h"
+
+#include <cstdio>
+#include <functional>
+
+namespace llmd::http {
+namespace {
+
+void Family(std::string* out, const char* name, const char* type, const char* help) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+std::string Label(const std::string& model) { return "model=\"" + sched::EscapeLabelValue(model) + "\""; }
+
+std::string Number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string RenderMetricsPage(const sched::ServerContext& ctx) {
+  std::string out;
+  Family(&out, "llmd_requests_total", "counter", "Finished API requests by API and outcome.");
+  ctx.requests.Render(&out);
+  Family(&out, "llmd_ready", "gauge", "1 when the models are loaded and serving.");
+  out += std::string("llmd_ready ") + (ctx.ready.load() ? "1" : "0") + "\n";
+  if (!ctx.ready.load()) return out;
+
+  using Sample = std::function<std::string(sched::EngineWorker&)>;
+  auto per_model = [&](const char* name, const char* type, const char* help, const Sample& value) {
+    Family(&out, name, type, help);
+    for (const auto& [model, w] : ctx.workers) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
+  };
+  per_model("llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",
+            [](auto& w) { return std::to_string(w.metrics().prompt_tokens.load()); });
+  per_model("llmd_cached_prompt_tokens_total", "counter", "Prompt tokens reused from the KV cache.",
+            [](auto& w) { return std::to_string(w.metrics().cached_tokens.load()); });
+  per_model("llmd_generated_tokens_total", "counter", "Generated tokens.",
+            [](auto& w) { return std::to_string(w.metrics().generated_tokens.load()); });
+  per_model("llmd_queue_depth", "gauge", "Requests waiting for a sequence slot.",
+            [](auto& w) { return std::to_string(w.stats().queued); });
+  per_model("llmd_active_sequences", "gauge", "Requests generating now.",
+            [](auto& w) { return std::to_string(w.stats().active); });
+  per_model("llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
+            [](auto& w) { return Number(w.health().kv_cache_usage); });
+  Family(&out, "llmd_time_to_first_token_seconds", "histogram", "Request submitted to first generated token.");
+  for (const auto& [model, w] : ctx.workers) {
+    w->metrics().ttft_seconds.Render("llmd_time_to_first_token_seconds", Label(model), &out);
+  }
+  Family(&out, "llmd_inter_token_latency_seconds", "histogram", "Time between consecutive tokens of a stream.");
+  for (const auto& [model, w] : ctx.workers) {
+    w->metrics().inter_token_seconds.Render("llmd_inter_token_latency_seconds", Label(model), &out);
+  }
+  return out;
+}
+
+}  // namespace llmd::http

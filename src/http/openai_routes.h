@@ -1,0 +1,48 @@
+// OpenAiRoutes: the OpenAI-compatible API on top of the engine workers: /v1/chat/completions,
+// /v1/completions (both with SSE streaming), /v1/models, /health and /metrics. Errors are
+// OpenAI error JSON with the matching HTTP status.
+//
+// Unix socket peers were already admitted by their credentials. TCP peers must send an
+// allowed Host header (against DNS rebinding) and, except for /health, the API key as
+// "Authorization: Bearer KEY" (compared in constant time). No CORS headers are ever sent.
+//
+// Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
+// outlive this.
+#ifndef LLMD_HTTP_OPENAI_ROUTES_H_
+#define LLMD_HTTP_OPENAI_ROUTES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "http/http_server.h"
+#include "sched/server_context.h"
+
+namespace llmd::http {
+
+struct ApiOptions {
+  std::string api_key;                     // required from TCP peers; empty: TCP is refused
+  std::vector<std::string> allowed_hosts;  // Host header values TCP peers may send
+  int64_t started_unix = 0;                // "created" of the models in /v1/models
+};
+
+class OpenAiRoutes {
+ public:
+  OpenAiRoutes(sched::ServerContext& ctx, ApiOptions options);
+  void Handle(const Request& request, Responder& out);
+
+ private:
+  // Each returns the HTTP status it sent, 0 when the client left first.
+  int Route(const Request& request, Responder& out);
+  int Generate(const Request& request, Responder& out, bool chat);
+
+  sched::ServerContext& ctx_;
+  const ApiOptions options_;
+};
+
+// Constant-time comparison (its time depends only on the length of `given`).
+bool ConstantTimeEquals(const std::string& given, const std::string& expected);
+
+}  // namespace llmd::http
+
+#endif  // LLMD_HTTP_OPENAI_ROUTES_H_

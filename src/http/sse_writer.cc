@@ -1,0 +1,21 @@
+#include "http/sse_writer.h"
+
+#include <string>
+
+namespace llmd::http {
+
+bool SseWriter::Begin() {
+  return responder_.BeginStream(200, "text/event-stream",
+                                {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+}
+
+bool SseWriter::Event(std::string_view data) {
+  std::string event = "data: ";
+  event.append(data);
+  event += "\n\n";
+  return responder_.WriteChunk(event);
+}
+
+bool SseWriter::Done() { return Event("[DONE]") && responder_.EndStream(); }
+
+}  // namespace llmd::http

@@ -1,0 +1,31 @@
+// SseWriter: a Server-Sent Events stream over a Responder, as OpenAI streams completions:
+// "data: <json>\n\n" per event and "data: [DONE]\n\n" at the end.
+//
+// Not thread-safe. Lifetime: `responder` must outlive this.
+#ifndef LLMD_HTTP_SSE_WRITER_H_
+#define LLMD_HTTP_SSE_WRITER_H_
+
+#include <string_view>
+
+#include "http/http_server.h"
+
+namespace llmd::http {
+
+class SseWriter {
+ public:
+  explicit SseWriter(Responder& responder) : responder_(responder) {}
+
+  // Sends the 200 head (text/event-stream, no caching). False once the peer is gone.
+  bool Begin();
+  // One event; `data` must not contain a blank line (JSON from dump() never does).
+  bool Event(std::string_view data);
+  // The [DONE] event, then the end of the chunked body.
+  bool Done();
+
+ private:
+  Responder& responder_;
+};
+
+}  // namespace llmd::http
+
+#endif  // LLMD_HTTP_SSE_WRITER_H_
