@@ -135,6 +135,27 @@ const std::vector<Key>& Keys() {
        IdList(&DaemonConfig::allowed_uids)},
       {"allowed_gids", {"--allow-gid"}, {"LLMD_ALLOWED_GIDS"}, "Comma-separated GIDs that may connect",
        IdList(&DaemonConfig::allowed_gids)},
+      {"http_socket", {"--http-socket"}, {"LLMD_HTTP_SOCKET"},
+       "Unix socket for the HTTP API (default: http.sock beside socket_path; off: none)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.size() > 107) return Bad("must be at most 107 bytes (sun_path)");
+         c.http_socket = v;
+         return Status::Ok();
+       }},
+      {"http_listen", {"--http-listen"}, {"LLMD_HTTP_LISTEN"},
+       "Also serve HTTP on loopback TCP, HOST:PORT (needs api_key_file)", Str(&DaemonConfig::http_listen)},
+      {"api_key_file", {"--api-key-file"}, {"LLMD_API_KEY_FILE"},
+       "File holding the API key TCP clients must send as a Bearer token", Str(&DaemonConfig::api_key_file)},
+      {"http_allowed_hosts", {"--http-allowed-host"}, {"LLMD_HTTP_ALLOWED_HOSTS"},
+       "Comma-separated extra Host names accepted on TCP (loopback names always are)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.http_allowed_hosts = SplitList(v);
+         return Status::Ok();
+       }},
+      {"http_max_body_bytes", {"--http-max-body-bytes"}, {"LLMD_HTTP_MAX_BODY_BYTES"},
+       "Largest HTTP request body; larger gets 413", U32(&DaemonConfig::http_max_body_bytes, 1024, 64u << 20)},
+      {"http_max_connections", {"--http-max-connections"}, {"LLMD_HTTP_MAX_CONNECTIONS"},
+       "HTTP connections served at once; more get 503", U32(&DaemonConfig::http_max_connections, 1, 4096)},
       {"max_connections", {"--max-connections"}, {"LLMD_MAX_CONNECTIONS"}, "Connections served at once",
        U32(&DaemonConfig::max_connections, 1, 1024)},
       {"admission_wait_ms", {"--admission-wait-ms"}, {"LLMD_ADMISSION_WAIT_MS"},
@@ -307,7 +328,18 @@ std::string HelpText() {
 Status Validate(const DaemonConfig& c) {
   if (c.engine.model_path.empty()) return InvalidArgumentError("model_path is required (--model PATH)");
   if (Status s = c.sampling.Validate(); !s.ok()) return s;
+  if (!c.http_listen.empty() && c.api_key_file.empty()) {
+    return InvalidArgumentError("http_listen needs api_key_file: TCP clients have no peer credentials, so "
+                                "they must send an API key");
+  }
   return Status::Ok();
+}
+
+std::string HttpSocketPath(const DaemonConfig& c) {
+  if (c.http_socket == "off") return "";
+  if (!c.http_socket.empty()) return c.http_socket;
+  const size_t slash = c.socket_path.find_last_of('/');
+  return (slash == std::string::npos ? std::string() : c.socket_path.substr(0, slash + 1)) + "http.sock";
 }
 
 Result<ParsedConfig> ParseConfig(const ConfigSources& sources) {

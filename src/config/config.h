@@ -40,6 +40,14 @@ struct DaemonConfig {
   std::vector<uint32_t> allowed_uids;  // empty: the daemon's uid and root
   std::vector<uint32_t> allowed_gids;
 
+  // HTTP (OpenAI-compatible) API. Its Unix socket has the same mode, group and allowlist.
+  std::string http_socket;           // empty: http.sock beside socket_path; "off": none
+  std::string http_listen;           // loopback "HOST:PORT" for TCP; empty: no TCP
+  std::string api_key_file;          // the key TCP clients must send (required with http_listen)
+  std::vector<std::string> http_allowed_hosts;  // extra Host header names accepted on TCP
+  uint32_t http_max_body_bytes = 1 << 20;
+  uint32_t http_max_connections = 32;
+
   uint32_t max_connections = 4;      // served at once
   uint32_t admission_wait_ms = 1000; // how long a connection over the cap may wait for a slot
   uint32_t rate_limit = 100;         // requests per second per peer UID (burst the same)
@@ -76,6 +84,9 @@ struct ParsedConfig {
 // config file is an InvalidArgument error whose message names the key and the source
 // ("temperature = 3 (from the environment, LLMD_TEMPERATURE): must be in [0, 2]").
 Result<ParsedConfig> ParseConfig(const ConfigSources& sources);
+
+// The HTTP Unix socket path in effect ("" when it is off).
+std::string HttpSocketPath(const DaemonConfig& config);
 
 // Checks the ranges (the seed's table plus llmd's own keys).
 Status Validate(const DaemonConfig& config);

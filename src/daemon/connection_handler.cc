@@ -31,6 +31,21 @@ std::string EncodeBounded(Response r) {
   return proto::EncodeResponse(r);
 }
 
+// The /metrics outcome of a generation's final response.
+std::string OutcomeOf(const Response& r) {
+  if (r.type != Response::Type::kError) return "ok";
+  switch (r.code) {
+    case ErrorCode::kBusy: return "busy";
+    case ErrorCode::kRateLimited: return "rate_limited";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kInvalidPrompt:
+    case ErrorCode::kContextOverflow:
+    case ErrorCode::kUnsupported: return "invalid";
+    case ErrorCode::kRefused: return "refused";
+    default: return "error";
+  }
+}
+
 std::string RateLimitedMessage(int64_t wait_ms) {
   return "rate limited, retry after " + std::to_string(wait_ms) + " ms";
 }
@@ -98,6 +113,9 @@ class Handler {
 
  private:
   bool Send(const Response& r) {
+    if (r.type == Response::Type::kError || r.type == Response::Type::kGenerated || r.type == Response::Type::kDone) {
+      outcome_ = OutcomeOf(r);
+    }
     Status s = conn_.WriteFrame(EncodeBounded(r), static_cast<int>(config_->write_timeout_ms));
     if (!s.ok()) {
       Log(LogLevel::kInfo, "write_failed", {{"uid", std::to_string(peer_.uid)}, {"reason", s.message()}});
@@ -130,8 +148,12 @@ class Handler {
         return Shutdown(peer_, ctx_, [&](const Response& r) { return Send(r); });
       case Request::Type::kGenerate:
       case Request::Type::kGenerateStream:
-      case Request::Type::kChat:
-        return Generate(req);
+      case Request::Type::kChat: {
+        outcome_.clear();
+        const bool keep = Generate(req);
+        ctx_.requests.Count("native", outcome_.empty() ? "client_gone" : outcome_);
+        return keep;
+      }
       case Request::Type::kEndSession: {
         Status s = NotFoundError("no chat session '" + req.session + "'");
         for (const auto& [name, w] : ctx_.workers) {
@@ -410,6 +432,7 @@ class Handler {
   transport::PeerCred peer_;
   ServerContext& ctx_;
   std::shared_ptr<const config::DaemonConfig> config_;
+  std::string outcome_;  // of the current generation, for /metrics
 };
 
 }  // namespace

@@ -109,6 +109,11 @@ Status Daemon::Start() {
   }
   uint64_t used_mib = 0;
   ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
+  rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
+  policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
+  ctx_.rate_limiter = rate_limiter_.get();
+  // HTTP first, so /health can say "loading" while the models load.
+  LLMD_ASSIGN_OR_RETURN(http_, HttpFrontend::Start(c, ctx_, *policy_));
   for (const auto& [name, path] : models) {
     config::DaemonConfig one = c;
     one.engine.model_path = path;
@@ -140,10 +145,6 @@ Status Daemon::Start() {
   if (!c.guard_model.empty() && ctx_.WorkerFor(c.guard_model) == nullptr) {
     return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_.ModelNames() + ")");
   }
-  rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
-  policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
-  ctx_.rate_limiter = rate_limiter_.get();
-
   transport::ListenOptions lo;
   lo.path = c.socket_path;
   lo.mode = c.socket_mode;
@@ -151,6 +152,7 @@ Status Daemon::Start() {
   LLMD_ASSIGN_OR_RETURN(listener_, transport::UnixListener::Open(lo));
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 
+  ctx_.ready = true;
   double ready_ms = static_cast<double>(RealClock::Get().NowMs() - started);
   Log(LogLevel::kInfo, "ready",
       {{"socket", listener_->path()}, {"systemd_socket", listener_->from_systemd() ? "yes" : "no"},
@@ -333,6 +335,7 @@ void Daemon::Shutdown() {
   listener_->Close();  // no new connections; the socket node is gone
   for (auto& [name, w] : workers_) w->Stop();  // in-flight and queued requests get their final frame
   waiting_.clear();  // closes them
+  if (http_) http_->Stop();
   // Handlers finish within their write deadline.
   std::unique_lock<std::mutex> lock(slots_mu_);
   const auto limit = std::chrono::milliseconds(ctx_.config()->write_timeout_ms + 1000);

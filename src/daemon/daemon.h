@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "daemon/http_frontend.h"
 #include "sched/server_context.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
@@ -51,6 +52,7 @@ class Daemon {
   std::unique_ptr<sched::RateLimiter> rate_limiter_;
   std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
+  std::unique_ptr<HttpFrontend> http_;  // after workers_: destroyed (stopped) before them
   std::thread accept_thread_;
   std::thread reload_thread_;
 

@@ -67,13 +67,15 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
     r->model = m->get<std::string>();
   }
   std::optional<int64_t> i;
-  LLMD_RETURN_IF_ERROR(ReadInteger(body, "max_tokens", 1, UINT32_MAX, &i));
-  LLMD_RETURN_IF_ERROR(ReadInteger(body, "max_completion_tokens", 1, UINT32_MAX, &i));
+  // 0 is allowed: an empty answer with finish_reason "length" (robustness item 34).
+  LLMD_RETURN_IF_ERROR(ReadInteger(body, "max_tokens", 0, UINT32_MAX, &i));
+  LLMD_RETURN_IF_ERROR(ReadInteger(body, "max_completion_tokens", 0, UINT32_MAX, &i));
   if (i) r->max_tokens = static_cast<uint32_t>(*i);
   i.reset();
-  LLMD_RETURN_IF_ERROR(ReadInteger(body, "seed", INT64_MIN, INT64_MAX, &i));
-  if (i) r->seed = static_cast<uint32_t>(*i);  // any 64-bit seed, folded to the sampler's 32
-  i.reset();
+  if (const json* seed = Field(body, "seed")) {  // any 64-bit integer, folded to the sampler's 32 bits
+    if (!seed->is_number_integer()) return TypeError("seed", "an integer");
+    r->seed = static_cast<uint32_t>(seed->is_number_unsigned() ? seed->get<uint64_t>() : seed->get<int64_t>());
+  }
   LLMD_RETURN_IF_ERROR(ReadInteger(body, "top_k", 1, 1 << 20, &i));
   if (i) r->top_k = static_cast<int32_t>(*i);
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "temperature", 0, 2, &r->temperature));

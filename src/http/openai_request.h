@@ -27,7 +27,7 @@ struct GenerationRequest {
   std::vector<chat::Message> messages;  // chat: "developer" becomes "system"
   std::string prompt;                   // completions
   std::optional<std::string> model;
-  std::optional<uint32_t> max_tokens;   // max_tokens or max_completion_tokens, >= 1
+  std::optional<uint32_t> max_tokens;   // max_tokens or max_completion_tokens (0: empty answer)
   std::optional<float> temperature, top_p, repeat_penalty;
   std::optional<int32_t> top_k;
   std::optional<uint32_t> seed;

@@ -47,7 +47,7 @@ TEST(OpenAiRequest, RejectsBadBodiesWithTheFieldNamed) {
       {R"({"messages":[{"role":"user","content":5}]})", "content"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", "text only"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"10"})", "'max_tokens' must be an integer"},
-      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "'max_tokens' must be in"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-1})", "'max_tokens' must be in"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":1e30})", "'max_tokens' must be an integer"},
       {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})", "'temperature' must be a number"},
       {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "'temperature' must be in"},

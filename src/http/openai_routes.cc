@@ -144,6 +144,14 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
       return SendError(out, {403, "permission_error", "host_not_allowed",
                              "the Host header is not an allowed name for this server (http_allowed_hosts)", {}});
     }
+    // A browser page on another site sends its own Origin: refuse it (no CORS, ever).
+    if (std::string origin = req.header("origin"); !origin.empty()) {
+      const size_t scheme = origin.find("://");
+      if (scheme == std::string::npos || !HostAllowed(origin.substr(scheme + 3), options_.allowed_hosts)) {
+        return SendError(out, {403, "permission_error", "origin_not_allowed",
+                               "cross-origin requests are not allowed", {}});
+      }
+    }
     if (req.path != "/health" && !ConstantTimeEquals(req.header("authorization"), "Bearer " + options_.api_key)) {
       return SendError(out, {401, "authentication_error", "invalid_api_key",
                              "a valid API key is required: Authorization: Bearer <key from api_key_file>",

@@ -1,0 +1,102 @@
+#include "daemon/http_frontend.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include "format/session_file.h"
+
+namespace llmd::daemon {
+namespace {
+
+// The API key: the file's first line, without surrounding whitespace.
+Result<std::string> ReadApiKey(const std::string& path) {
+  LLMD_ASSIGN_OR_RETURN(std::string text, format::ReadSmallFile(path, 4096));
+  text = text.substr(0, text.find('\n'));
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!text.empty() && space(text.back())) text.pop_back();
+  while (!text.empty() && space(text.front())) text.erase(0, 1);
+  if (text.size() < 16) return InvalidArgumentError("api_key_file " + path + ": the key must be at least 16 characters");
+  struct stat st{};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH)) {
+    Log(LogLevel::kWarn, "api_key_file_readable", {{"path", path}, {"hint", "chmod o-r: every local user can read the key"}});
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonConfig& c, sched::ServerContext& ctx,
+                                                          const transport::AccessPolicy& policy) {
+  const std::string socket_path = config::HttpSocketPath(c);
+  if (socket_path.empty() && c.http_listen.empty()) return std::unique_ptr<HttpFrontend>();
+  std::unique_ptr<HttpFrontend> f(new HttpFrontend());
+  http::ServerOptions so;
+  http::ApiOptions api;
+  api.started_unix = static_cast<int64_t>(std::time(nullptr));
+  std::string tcp_address;
+  if (!socket_path.empty()) {
+    transport::ListenOptions lo;
+    lo.path = socket_path;
+    lo.mode = c.socket_mode;
+    lo.group = c.socket_group;
+    lo.allow_systemd = false;  // socket activation hands over the native socket only
+    LLMD_ASSIGN_OR_RETURN(f->unix_, transport::UnixListener::Open(lo));
+    so.unix_fd = f->unix_->fd();
+  }
+  if (!c.http_listen.empty()) {
+    LLMD_ASSIGN_OR_RETURN(api.api_key, ReadApiKey(c.api_key_file));
+    int port = 0;
+    LLMD_ASSIGN_OR_RETURN(f->tcp_fd_, http::ListenLoopbackTcp(c.http_listen, &port));
+    const std::string host = c.http_listen.substr(0, c.http_listen.rfind(':'));
+    tcp_address = host + ":" + std::to_string(port);
+    // Host headers a loopback client sends; anything else may be DNS rebinding.
+    for (const std::string& name : {host, std::string("localhost"), std::string("127.0.0.1"), std::string("[::1]")}) {
+      api.allowed_hosts.push_back(name + ":" + std::to_string(port));
+    }
+    for (const auto& extra : c.http_allowed_hosts) {
+      api.allowed_hosts.push_back(extra);
+      api.allowed_hosts.push_back(extra + ":" + std::to_string(port));
+    }
+    so.tcp_fd = f->tcp_fd_;
+  }
+  f->routes_ = std::make_unique<http::OpenAiRoutes>(ctx, std::move(api));
+  so.max_body_bytes = c.http_max_body_bytes;
+  so.max_connections = c.http_max_connections;
+  so.idle_timeout_ms = static_cast<int>(c.idle_timeout_ms);
+  so.request_timeout_ms = static_cast<int>(c.frame_timeout_ms);
+  so.write_timeout_ms = static_cast<int>(c.write_timeout_ms);
+  HttpFrontend* self = f.get();
+  so.admit = [self, &policy](int fd) -> std::optional<http::Peer> {
+    auto peer = transport::GetPeerCred(fd);
+    if (peer.has_value() && policy.Allows(*peer)) {
+      return http::Peer{false, peer->uid, peer->gid, peer->pid};
+    }
+    long suppressed = 0;
+    if (self->reject_log_.Allow(&suppressed)) {
+      Log(LogLevel::kWarn, "peer_rejected",
+          {{"api", "http"}, {"uid", peer.has_value() ? std::to_string(peer->uid) : "?"},
+           {"pid", peer.has_value() ? std::to_string(peer->pid) : "?"}, {"suppressed", std::to_string(suppressed)}});
+    }
+    return std::nullopt;
+  };
+  http::OpenAiRoutes* routes = f->routes_.get();
+  so.handler = [routes](const http::Request& req, http::Responder& out) { routes->Handle(req, out); };
+  LLMD_ASSIGN_OR_RETURN(f->server_, http::HttpServer::Start(std::move(so)));
+  Log(LogLevel::kInfo, "http_listening",
+      {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address}});
+  return f;
+}
+
+HttpFrontend::~HttpFrontend() { Stop(); }
+
+void HttpFrontend::Stop() {
+  if (server_) server_->Stop();
+  server_.reset();
+  if (unix_) unix_->Close();
+  if (tcp_fd_ >= 0) ::close(tcp_fd_);
+  tcp_fd_ = -1;
+}
+
+}  // namespace llmd::daemon
