@@ -58,7 +58,7 @@ TEST(DaemonClient, CApiFromC) {
 }
 
 TEST(DaemonClient, LlmctlGenerateHealthShutdown) {
-  DaemonProcess d;
+  DaemonProcess d({"--max-new-tokens", "32"});  // the chat turns use the default length
   ASSERT_TRUE(d.ready());
   const std::string ctl = std::string(LLMCTL_BINARY) + " --socket " + d.socket();
   int rc;
