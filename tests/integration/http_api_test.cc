@@ -329,3 +329,70 @@ TEST(HttpApiLimits, HealthSays503WhileTheModelLoads) {
 
 }  // namespace
 }  // namespace llmd::testing
+
+namespace llmd::testing {
+namespace {
+
+// One keep-alive HTTP connection over a Unix socket; responses read by Content-Length.
+class KeepAliveClient {
+ public:
+  explicit KeepAliveClient(const std::string& path) : conn_(path) {}
+  // Returns the status, or 0 when the connection broke.
+  int Post(const std::string& target, const std::string& body) {
+    if (!conn_.Write("POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body)) {
+      return 0;
+    }
+    while (true) {
+      size_t head = buf_.find("\r\n\r\n");
+      if (head != std::string::npos) {
+        const size_t at = buf_.find("Content-Length: ");
+        if (at == std::string::npos || at > head) return 0;
+        const size_t length = std::stoul(buf_.substr(at + 16));
+        if (buf_.size() >= head + 4 + length) {
+          const int status = std::stoi(buf_.substr(9, 3));
+          buf_.erase(0, head + 4 + length);
+          return status;
+        }
+      }
+      pollfd p{conn_.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 10000) <= 0) return 0;
+      char chunk[8192];
+      ssize_t n = ::recv(conn_.fd(), chunk, sizeof chunk, 0);
+      if (n <= 0) return 0;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  RawConn conn_;
+  std::string buf_;
+};
+
+TEST(HttpApiLimits, Item27_UniqueParameterChurnDoesNotGrowMemory) {
+  HttpDaemon d({"--rate-limit", "1000000"});
+  ASSERT_TRUE(d.process().ready());
+  KeepAliveClient client(d.http_socket());
+  auto request = [](int i) {
+    json b = {{"messages", {{{"role", "user"}, {"content", "Question " + std::to_string(i)}}}},
+              {"max_tokens", 1},
+              {"temperature", 0.01 + (i % 1000) / 1000.0},
+              {"top_p", 0.5 + (i % 500) / 1000.0},
+              {"top_k", 1 + i},
+              {"repeat_penalty", 1.0 + (i % 100) / 100.0},
+              {"seed", i},
+              {"stop", {"stop-" + std::to_string(i), std::string(200, 'a' + i % 26) + std::to_string(i)}}};
+    return b.dump();
+  };
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(client.Post("/v1/chat/completions", request(i)), 200) << i;
+  const long rss_warm = d.process().RssKb();
+  const int fds_warm = d.process().FdCount();
+  for (int i = 300; i < 2300; ++i) ASSERT_EQ(client.Post("/v1/chat/completions", request(i)), 200) << i;
+  const long growth_kb = d.process().RssKb() - rss_warm;
+  std::printf("RSS after 300 requests %ld KiB, growth over the next 2000: %ld KiB\n", rss_warm, growth_kb);
+  EXPECT_LT(growth_kb, 16 * 1024) << "2000 distinct parameter sets, no cache growth";
+  EXPECT_EQ(d.process().FdCount(), fds_warm);
+}
+
+}  // namespace
+}  // namespace llmd::testing
