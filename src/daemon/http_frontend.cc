@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <exception>
 
 #include "format/session_file.h"
 
@@ -82,7 +83,16 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
     return std::nullopt;
   };
   http::OpenAiRoutes* routes = f->routes_.get();
-  so.handler = [routes](const http::Request& req, http::Responder& out) { routes->Handle(req, out); };
+  // The one place exceptions from the HTTP path stop (JSON, allocation): a 500, never a crash.
+  so.handler = [routes](const http::Request& req, http::Responder& out) {
+    try {
+      routes->Handle(req, out);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kError, "http_handler_exception", {{"path", req.path}, {"what", e.what()}});
+      out.Send(500, "application/json",
+               R"({"error":{"message":"internal error","type":"server_error","param":null,"code":"internal_error"}})");
+    }
+  };
   LLMD_ASSIGN_OR_RETURN(f->server_, http::HttpServer::Start(std::move(so)));
   Log(LogLevel::kInfo, "http_listening",
       {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address}});
