@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+"""llmd side by side with llama-bench, llama-server and the memory-bandwidth limit.
+
+Run through scripts/bench, which builds everything first. Every scenario uses the same model
+file and thread count for every contender, interleaves them rep by rep (A/B/C, rotating) so
+machine noise hits all alike, and reports medians with min-max and the ratio to the peer.
+Progress goes to stderr; the table to stdout; JSON and a PNG chart to --out.
+"""
+import argparse, json, os, platform, random, shutil, signal, socket, statistics, struct, subprocess, sys, time
+import http.client, threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load import pstr, read_frame, uvarint, varint  # the native protocol's encoding
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = ("river stone light cloud garden window morning letter music paper forest silver "
+         "engine bridge summer winter market ocean valley candle").split()
+
+
+def progress(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def spread(xs):
+    return {"median": med(xs), "min": min(xs) if xs else None, "max": max(xs) if xs else None, "n": len(xs)}
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    return port
+
+
+class Server:
+    """A daemon process (llmd or llama-server) with its log in the work directory."""
+
+    def __init__(self, name, args, workdir):
+        self.name, self.log_path = name, os.path.join(workdir, name + ".log")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(args, stdout=open(self.log_path, "w"), stderr=subprocess.STDOUT)
+
+    def rss_mib(self, field="VmRSS"):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def wait_healthy(self, port, limit=300):
+        """Seconds from process start until GET /health answers 200."""
+        end = time.time() + limit
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: " + open(self.log_path).read()[-2000:])
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                c.request("GET", "/health"); r = c.getresponse(); r.read(); c.close()
+                if r.status == 200:
+                    return time.perf_counter() - self.started
+            except OSError:
+                pass
+            time.sleep(0.01)
+        raise RuntimeError(f"{self.name} not healthy after {limit} s")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill(); self.proc.wait()
+
+
+class Contenders:
+    """Starts llmd and llama-server on the same model, threads, slots and context."""
+
+    def __init__(self, o, workdir, parallel, context):
+        self.o, self.workdir, self.parallel, self.context = o, workdir, parallel, context
+        self.key = "bench-key-" + "%016x" % random.getrandbits(64)
+        with open(os.path.join(workdir, "key"), "w") as f:
+            f.write(self.key + "\n")
+        os.chmod(os.path.join(workdir, "key"), 0o600)
+
+    def start_llmd(self, tag="llmd"):
+        port = free_port()
+        sock = os.path.join(self.workdir, tag + ".sock")
+        s = Server(tag, [self.o.llmd, "--model", self.o.model, "--threads", str(self.o.threads),
+                         "--parallel", str(self.parallel), "--context", str(self.context),
+                         "--max-new-tokens", "4096", "--rate-limit", "1000000", "--socket", sock,
+                         "--http-socket", "off", "--http-listen", f"127.0.0.1:{port}",
+                         "--api-key-file", os.path.join(self.workdir, "key")], self.workdir)
+        s.port, s.native = port, sock
+        s.ready_s = s.wait_healthy(port)
+        return s
+
+    def start_server(self, tag="llama-server"):
+        port = free_port()
+        s = Server(tag, [self.o.llama_server, "-m", self.o.model, "-t", str(self.o.threads),
+                         "-np", str(self.parallel), "-c", str(self.context * self.parallel),
+                         "--host", "127.0.0.1", "--port", str(port), "--no-webui"], self.workdir)
+        s.port, s.native = port, None
+        s.ready_s = s.wait_healthy(port)
+        return s
+
+
+def native_request(path, user, max_tokens, system=""):
+    """One greedy GenerateStream on llmd's native socket: client-side TTFT and inter-token
+    gaps, and the daemon's own stats from the Done frame."""
+    params = b"\x01" + pstr(system) + b"\x01" + struct.pack("<f", 0.0) + b"\x00" * 6
+    body = b"\x03" + pstr(user) + b"\x01" + varint(max_tokens) + params
+    s = socket.socket(socket.AF_UNIX); s.connect(path)
+    t0 = time.perf_counter(); s.sendall(struct.pack(">I", len(body)) + body)
+    stamps = []
+    while True:
+        f = read_frame(s)
+        if f[0] == 3:
+            stamps.append(time.perf_counter())
+        elif f[0] == 4:
+            gen, i = uvarint(f, 1); prompt, i = uvarint(f, i); cached, i = uvarint(f, i)
+            prefill_ms, ttft_ms, decode_ms = struct.unpack_from("<fff", f, i)
+            s.close()
+            end = time.perf_counter()
+            return {"ttft": (stamps[0] if stamps else end) - t0, "itl": [b - a for a, b in zip(stamps, stamps[1:])],
+                    "tokens": gen, "wall": end - t0, "prompt_tokens": prompt, "cached": cached,
+                    "prefill_ms": prefill_ms, "decode_ms": decode_ms}
+        elif f[0] == 1:
+            raise RuntimeError("llmd error: " + f[2:].decode(errors="replace"))
+
+
+def http_request(port, key, messages, max_tokens):
+    """One greedy streamed chat completion over OpenAI HTTP (llmd or llama-server)."""
+    body = json.dumps({"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+                       "stream_options": {"include_usage": True},
+                       "chat_template_kwargs": {"enable_thinking": False}})
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/chat/completions", body,
+              {"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]!r}")
+    stamps, usage = [], None
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:].strip()
+        if data == b"[DONE]":
+            break
+        ev = json.loads(data)
+        if ev.get("usage"):
+            usage = ev["usage"]
+        for ch in ev.get("choices", []):
+            if ch.get("delta", {}).get("content"):
+                stamps.append(time.perf_counter())
+    end = time.perf_counter(); c.close()
+    tokens = usage["completion_tokens"] if usage else len(stamps)
+    cached = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return {"ttft": (stamps[0] if stamps else end) - t0, "itl": [b - a for a, b in zip(stamps, stamps[1:])],
+            "tokens": tokens, "wall": end - t0, "cached": cached}
+
+
+def ask(target, kind, system, user, max_tokens, key):
+    if kind == "native":
+        return native_request(target.native, user, max_tokens, system)
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return http_request(target.port, key, msgs, max_tokens)
+
+
+def text_of(n, seed):
+    rng = random.Random(str(seed))
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+# ---------------------------------------------------------------- scenarios
+
+def engine_limit(o, workdir, results):
+    """pp128, pp512, tg128: llmd through its native socket vs llama-bench, same build."""
+    progress("engine limit: llmd (native, streaming) vs llama-bench")
+    c = Contenders(o, workdir, parallel=1, context=max(1024, o.pp_long + 64))
+    llmd = c.start_llmd("llmd-engine")
+    try:
+        base = native_request(llmd.native, "river", 1)["prompt_tokens"] - 1  # template tokens
+        out = {k: {"llmd": [], "llama-bench": []} for k in ("pp_short", "pp_long", "tg")}
+        depth = []
+        for rep in range(o.reps):
+            progress(f"  rep {rep + 1}/{o.reps}")
+            for key, n in (("pp_short", o.pp_short), ("pp_long", o.pp_long)):
+                # A fresh random text each time, so nothing comes from the cache.
+                r = native_request(llmd.native, text_of(n - base, (rep, n, time.time())), 1)
+                out[key]["llmd"].append((r["prompt_tokens"] - r["cached"]) / (r["prefill_ms"] / 1000))
+            r = native_request(llmd.native, f"Story {rep} {time.time()}: tell me about the sea", o.tg)
+            if r["tokens"] > 1:
+                out["tg"]["llmd"].append((r["tokens"] - 1) / (r["decode_ms"] / 1000))
+            # llama-bench decodes at the same depth: after as many tokens as llmd's prompt had
+            # (attention grows with it; at depth 0 llama-bench would be ~4 % faster).
+            depth.append(r["prompt_tokens"])
+            for args in (["-p", f"{o.pp_short},{o.pp_long}", "-n", "0"], ["-p", "0", "-n", str(o.tg), "-d", str(r["prompt_tokens"])]):
+                lb = subprocess.run([o.llama_bench, "-m", o.model, "-t", str(o.threads), "-r", "1", "-o", "json", *args],
+                                    capture_output=True, text=True, check=True)
+                for t in json.loads(lb.stdout):
+                    key = "tg" if t["n_gen"] > 0 else ("pp_short" if t["n_prompt"] == o.pp_short else "pp_long")
+                    out[key]["llama-bench"].append(t["avg_ts"])
+        results["tg_depth_tokens"] = med(depth)
+        results["engine"] = {k: {who: spread(v) for who, v in d.items()} for k, d in out.items()}
+    finally:
+        llmd.stop()
+
+
+def serving(o, workdir, results):
+    """1 and 4 concurrent clients, and a repeated long system prompt, on llmd (native and HTTP)
+    and llama-server, all with 4 slots; then startup time and memory."""
+    progress("serving: llmd native, llmd HTTP, llama-server; 4 slots each")
+    c = Contenders(o, workdir, parallel=4, context=o.context)
+    llmd = c.start_llmd()
+    server = c.start_server()
+    file_mib = os.path.getsize(o.model) / 2**20
+    targets = [("llmd-native", llmd, "native"), ("llmd-http", llmd, "http"), ("llama-server", server, "http")]
+    try:
+        time.sleep(1)
+        results["memory"] = {"model_file_mib": file_mib,
+                             "idle_rss_mib": {"llmd": llmd.rss_mib(), "llama-server": server.rss_mib()}}
+        # Warm both (first-request allocations), then measure.
+        for name, t, kind in targets:
+            ask(t, kind, "", "Hello", 4, c.key)
+        load = {}
+        for clients in o.clients:
+            for rep in range(o.reps):
+                order = targets[rep % 3:] + targets[:rep % 3]
+                for name, t, kind in order:
+                    progress(f"  {clients} client(s), rep {rep + 1}/{o.reps}: {name}")
+                    rs, lock = [], threading.Lock()
+
+                    def client(i):
+                        for j in range(o.requests):
+                            r = ask(t, kind, "", f"Client {i} request {j} rep {rep}: {text_of(12, (i, j, rep))}",
+                                    o.tokens, c.key)
+                            with lock:
+                                rs.append(r)
+                    t0 = time.perf_counter()
+                    th = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+                    [x.start() for x in th]; [x.join() for x in th]
+                    wall = time.perf_counter() - t0
+                    d = load.setdefault(name, {}).setdefault(clients, {"tok_s": [], "ttft": [], "itl": []})
+                    d["tok_s"].append(sum(r["tokens"] for r in rs) / wall)
+                    d["ttft"] += [r["ttft"] for r in rs]
+                    d["itl"] += [x for r in rs for x in r["itl"]]
+        results["load"] = {name: {str(n): {"tok_s": spread(d["tok_s"]), "ttft_p50_ms": pct(d["ttft"], 0.5) * 1000,
+                                           "ttft_p95_ms": pct(d["ttft"], 0.95) * 1000,
+                                           "itl_p50_ms": pct(d["itl"], 0.5) * 1000} for n, d in per.items()}
+                           for name, per in load.items()}
+        results["memory"]["peak_rss_mib"] = {"llmd": llmd.rss_mib("VmHWM"), "llama-server": server.rss_mib("VmHWM")}
+
+        prefix = {}
+        for rep in range(o.reps):
+            for name, t, kind in targets:
+                progress(f"  repeated {o.system_tokens}-word system prompt, rep {rep + 1}/{o.reps}: {name}")
+                system = f"Session {name} {rep} {time.time()}. " + text_of(o.system_tokens, (name, rep))
+                cold = ask(t, kind, system, "What is the first word?", 4, c.key)
+                warm = ask(t, kind, system, "And the last one?", 4, c.key)
+                d = prefix.setdefault(name, {"cold": [], "cached": []})
+                d["cold"].append(cold["ttft"] * 1000); d["cached"].append(warm["ttft"] * 1000)
+        results["prefix"] = {n: {"cold_ms": spread(d["cold"]), "cached_ms": spread(d["cached"]),
+                                 "ratio": med(d["cached"]) / med(d["cold"])} for n, d in prefix.items()}
+    finally:
+        llmd.stop(); server.stop()
+
+    progress("startup: process start to /health 200")
+    ready = {"llmd": [], "llama-server": []}
+    for rep in range(o.reps):
+        for who in (("llmd", "llama-server") if rep % 2 == 0 else ("llama-server", "llmd")):
+            s = c.start_llmd(f"llmd-start{rep}") if who == "llmd" else c.start_server(f"server-start{rep}")
+            ready[who].append(s.ready_s * 1000)
+            s.stop()
+    results["startup_ms"] = {k: spread(v) for k, v in ready.items()}
+
+
+def bandwidth(o, results):
+    progress("memory bandwidth probe")
+    r = subprocess.run([o.bandwidth_probe, "--threads", str(o.threads), "--mib", "256" if o.quick else "1024"],
+                       capture_output=True, text=True, check=True)
+    bw = json.loads(r.stdout)["read_gb_per_s"]
+    per_token = os.path.getsize(o.model)  # every weight is read once per decoded token (upper bound)
+    limit = bw * 1e9 / per_token
+    eng = results["engine"]["tg"]
+    results["bandwidth"] = {"read_gb_per_s": bw, "bytes_per_token": per_token, "limit_tok_s": limit,
+                            "llmd_fraction": eng["llmd"]["median"] / limit,
+                            "llama_bench_fraction": eng["llama-bench"]["median"] / limit}
+
+
+# ---------------------------------------------------------------- report
+
+def machine(o):
+    def read(path):
+        try:
+            return open(path).read().strip()
+        except OSError:
+            return None
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    git = lambda *a: subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True).stdout.strip()
+    llama_dir = os.environ.get("LLMD_LLAMA_SOURCE_DIR", os.path.join(ROOT, "third_party", "llama.cpp"))
+    return {"cpu": cpu, "cores": os.cpu_count(), "threads_used": o.threads,
+            "governor": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            "max_freq_khz": read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq"),
+            "kernel": platform.release(), "llmd_commit": git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "--untracked-files=no") else ""),
+            "llama_cpp": subprocess.run(["git", "-C", llama_dir, "describe", "--tags", "--always"], capture_output=True, text=True).stdout.strip(),
+            "model": os.path.basename(o.model), "model_mib": round(os.path.getsize(o.model) / 2**20, 1),
+            "reps": o.reps, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def report(o, results):
+    e, L, p, m, b = results["engine"], results["load"], results["prefix"], results["memory"], results["bandwidth"]
+    f = lambda s: f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})"
+    lines = [f"llmd benchmark: {results['machine']['model']}, {o.threads} threads, {o.reps} rep(s), "
+             f"{results['machine']['cpu']}", "", "Engine limit (tok/s, median (min-max))",
+             f"{'test':<10} {'llmd':>24} {'llama-bench':>24} {'ratio':>6}"]
+    targets = []
+    depth = int(results["tg_depth_tokens"])
+    for key, label in (("pp_short", f"pp{o.pp_short}"), ("pp_long", f"pp{o.pp_long}"), ("tg", f"tg{o.tg}@d{depth}")):
+        r = e[key]["llmd"]["median"] / e[key]["llama-bench"]["median"]
+        lines.append(f"{label:<10} {f(e[key]['llmd']):>24} {f(e[key]['llama-bench']):>24} {r:>6.2f}")
+        targets.append((f"{label} through the daemon >= 0.97x llama-bench", r, r >= 0.97))
+    lines += ["", f"Serving ({o.tokens} tokens per request, {o.requests} requests per client)",
+              f"{'clients':<8} {'contender':<13} {'tok/s':>22} {'TTFT p50':>9} {'TTFT p95':>9} {'ITL p50':>8}"]
+    for n in map(str, o.clients):
+        for name in ("llmd-native", "llmd-http", "llama-server"):
+            d = L[name][n]
+            lines.append(f"{n:<8} {name:<13} {f(d['tok_s']):>22} {d['ttft_p50_ms']:>7.0f}ms {d['ttft_p95_ms']:>7.0f}ms "
+                         f"{d['itl_p50_ms']:>6.1f}ms")
+    top = str(max(o.clients))
+    for name in ("llmd-native", "llmd-http"):
+        r = L[name][top]["tok_s"]["median"] / L["llama-server"][top]["tok_s"]["median"]
+        targets.append((f"{top} clients, {name} aggregate tok/s >= llama-server", r, r >= 1.0))
+        r = L[name][top]["ttft_p95_ms"] / L["llama-server"][top]["ttft_p95_ms"]
+        targets.append((f"{top} clients, {name} p95 TTFT <= llama-server (ratio)", r, r <= 1.0))
+    lines += ["", f"Repeated {o.system_tokens}-word system prompt (TTFT ms)",
+              f"{'contender':<13} {'cold':>22} {'cached':>22} {'ratio':>6}"]
+    for name in ("llmd-native", "llmd-http", "llama-server"):
+        lines.append(f"{name:<13} {f(p[name]['cold_ms']):>22} {f(p[name]['cached_ms']):>22} {p[name]['ratio']:>6.3f}")
+    for name in ("llmd-native", "llmd-http"):
+        r = p[name]["ratio"]
+        targets.append((f"{name} cached TTFT <= 0.1x cold", r, r <= 0.1))
+        targets.append((f"{name} cached/cold ratio <= llama-server's ({p['llama-server']['ratio']:.3f})", r,
+                        r <= p["llama-server"]["ratio"]))
+    s = results["startup_ms"]
+    over = lambda v: v - m["model_file_mib"]
+    lines += ["", "Startup and memory", f"{'':<28} {'llmd':>14} {'llama-server':>14} {'ratio':>6}"]
+    r = s["llmd"]["median"] / s["llama-server"]["median"]
+    lines.append(f"{'start to ready (ms)':<28} {s['llmd']['median']:>14.0f} {s['llama-server']['median']:>14.0f} {r:>6.2f}")
+    targets.append(("ready time <= llama-server", r, r <= 1.0))
+    ri = over(m["idle_rss_mib"]["llmd"]) / over(m["idle_rss_mib"]["llama-server"])
+    lines.append(f"{'idle RSS over file (MiB)':<28} {over(m['idle_rss_mib']['llmd']):>14.0f} "
+                 f"{over(m['idle_rss_mib']['llama-server']):>14.0f} {ri:>6.2f}")
+    targets.append(("idle RSS over the model file <= llama-server", ri, ri <= 1.0))
+    rp = over(m["peak_rss_mib"]["llmd"]) / over(m["peak_rss_mib"]["llama-server"])
+    lines.append(f"{'peak RSS over file (MiB)':<28} {over(m['peak_rss_mib']['llmd']):>14.0f} "
+                 f"{over(m['peak_rss_mib']['llama-server']):>14.0f} {rp:>6.2f}")
+    lines += ["", f"Physical limit: {b['read_gb_per_s']:.1f} GB/s read, {b['bytes_per_token'] / 2**20:.0f} MiB per token "
+                  f"-> at most {b['limit_tok_s']:.1f} tok/s; llmd decode reaches {b['llmd_fraction']:.0%}, "
+                  f"llama-bench {b['llama_bench_fraction']:.0%}", "", "Targets"]
+    for label, r, ok in targets:
+        lines.append(f"  [{'met' if ok else 'NOT met'}] {label}: {r:.3f}")
+    results["targets"] = [{"target": t, "ratio": r, "met": ok} for t, r, ok in targets]
+    return "\n".join(lines)
+
+
+def chart(o, results, png):
+    if not shutil.which("gnuplot"):
+        progress("gnuplot not found: no chart")
+        return False
+    dat = os.path.join(o.out, "load.dat")
+    with open(dat, "w") as f:
+        for name in ("llmd-native", "llmd-http", "llama-server"):
+            f.write(f'"{name}"\n')
+            for n in o.clients:
+                d = results["load"][name][str(n)]
+                f.write(f"{n} {d['tok_s']['median']:.3f} {d['ttft_p50_ms']:.3f} {d['ttft_p95_ms']:.3f}\n")
+            f.write("\n\n")
+    script = f"""set terminal pngcairo noenhanced size 1100,420 font ",10"
+set output "{png}"
+set multiplot layout 1,2 title "{results['machine']['model']}, {o.threads} threads: llmd vs llama-server"
+set key top left
+set xlabel "concurrent clients"; set xtics ({', '.join(map(str, o.clients))}); set grid
+set ylabel "aggregate tok/s"; set yrange [0:*]
+plot for [i=0:2] "{dat}" index i using 1:2 with linespoints lw 2 title columnheader(1)
+set ylabel "TTFT p50 (ms)"
+plot for [i=0:2] "{dat}" index i using 1:3 with linespoints lw 2 title columnheader(1)
+unset multiplot
+"""
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if r.returncode != 0:
+        progress("gnuplot failed: " + r.stderr[-500:])
+        return False
+    return True
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("--build", default=os.path.join(ROOT, "build"))
+    a.add_argument("--model", required=True)
+    a.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
+    a.add_argument("--reps", type=int, default=5)
+    a.add_argument("--quick", action="store_true", help="one repetition, small sizes: a smoke test")
+    a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-results"))
+    o = a.parse_args()
+    b = o.build
+    o.llmd, o.llama_bench = os.path.join(b, "src", "llmd"), os.path.join(b, "bin", "llama-bench")
+    o.llama_server, o.bandwidth_probe = os.path.join(b, "bin", "llama-server"), os.path.join(b, "bench", "bandwidth_probe")
+    if o.quick:
+        o.reps, o.pp_short, o.pp_long, o.tg, o.tokens, o.requests, o.system_tokens = 1, 32, 64, 16, 8, 1, 100
+    else:
+        o.pp_short, o.pp_long, o.tg, o.tokens, o.requests, o.system_tokens = 128, 512, 128, 64, 4, 400
+    o.clients, o.context = [1, 4], 2048
+    os.makedirs(o.out, exist_ok=True)
+    workdir = os.path.join(o.out, "work")
+    shutil.rmtree(workdir, ignore_errors=True); os.makedirs(workdir)
+    results = {"machine": machine(o)}
+    progress(f"{results['machine']['model']}, {o.threads} threads, {o.reps} rep(s); logs in {workdir}")
+    engine_limit(o, workdir, results)
+    serving(o, workdir, results)
+    bandwidth(o, results)
+    table = report(o, results)
+    print(table)
+    with open(os.path.join(o.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(o.out, "table.txt"), "w") as f:
+        f.write(table + "\n")
+    png = os.path.join(o.out, "load.png")
+    made = chart(o, results, png)
+    progress(f"wrote {o.out}/results.json, table.txt" + (", load.png" if made else ""))
+
+
+if __name__ == "__main__":
+    main()
