@@ -218,7 +218,7 @@ const std::vector<Key>& Keys() {
        }},
       {"gpu_layers", {"--gpu-layers"}, {"LLMD_GPU_LAYERS"}, "Layers offloaded to the devices (-1: all)",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.gpu_layers, -1, 100000); }},
-      {"use_mmap", {"--mmap"}, {"LLMD_USE_MMAP"}, "Map the model file instead of reading it",
+      {"use_mmap", {"--mmap"}, {"LLMD_USE_MMAP"}, "Map the model file instead of reading it (default false: reading keeps no second copy of repacked weights)",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.engine.use_mmap); }, true},
       {"flash_attention", {"--flash-attention"}, {"LLMD_FLASH_ATTENTION"}, "auto, on or off",
        [](DaemonConfig& c, const std::string& v) {

@@ -41,6 +41,7 @@ std::optional<JobEvent> JobChannel::TryPop() {
 
 namespace {
 int64_t NowMs() { return RealClock::Get().NowMs(); }
+constexpr auto kAdmitWindow = std::chrono::milliseconds(3);
 }  // namespace
 
 // One KV sequence and the job running on it (engine thread only).
@@ -147,9 +148,16 @@ void EngineWorker::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Idle: wake now and then so the watchdog sees a live thread.
+      const bool was_idle = !AnyBusy();
       while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
         cv_.wait_for(lock, std::chrono::seconds(1));
         last_progress_ms_ = NowMs();
+      }
+      // Waking from idle: give requests sent together a moment to arrive, so they share the
+      // first prefill step instead of queueing behind one request's whole prompt (which set
+      // the tail TTFT of a burst). Costs a lone request at most kAdmitWindow.
+      if (was_idle && !queue_.empty() && !stopping_) {
+        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= slots_.size(); });
       }
       if (stopping_ && !AnyBusy()) return;
       // A new engine is swapped in between jobs: hold admissions until the slots drain.
