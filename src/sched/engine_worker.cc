@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "chat/stop_strings.h"
 #include "chat/think_stripper.h"
@@ -41,7 +42,7 @@ std::optional<JobEvent> JobChannel::TryPop() {
 
 namespace {
 int64_t NowMs() { return RealClock::Get().NowMs(); }
-constexpr auto kAdmitWindow = std::chrono::milliseconds(3);
+constexpr auto kAdmitWindow = std::chrono::milliseconds(10);
 }  // namespace
 
 // One KV sequence and the job running on it (engine thread only).
@@ -147,17 +148,25 @@ void EngineWorker::Run() {
     std::vector<Job> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      const size_t busy = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
+      if (busy > 0) {
+        busy_peak_ = std::max(busy_peak_, busy);
+      } else if (busy_peak_ > 0) {  // a busy period just ended
+        last_peak_ = std::exchange(busy_peak_, 0);
+      }
       // Idle: wake now and then so the watchdog sees a live thread.
-      const bool was_idle = !AnyBusy();
       while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
         cv_.wait_for(lock, std::chrono::seconds(1));
         last_progress_ms_ = NowMs();
       }
-      // Waking from idle: give requests sent together a moment to arrive, so they share the
-      // first prefill step instead of queueing behind one request's whole prompt (which set
-      // the tail TTFT of a burst). Costs a lone request at most kAdmitWindow.
-      if (was_idle && !queue_.empty() && !stopping_) {
-        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= slots_.size(); });
+      // Waking from idle after serving several requests at once: those clients tend to send
+      // their next requests together, a few ms apart. Let them arrive so they share the first
+      // prefill step instead of the late ones queueing behind an early one's whole prompt
+      // (the tail TTFT of such a burst). A lone client (the last busy period served one
+      // request at a time) never waits.
+      if (busy == 0 && last_peak_ >= 2 && !queue_.empty() && !stopping_) {
+        const size_t expect = std::min(last_peak_, slots_.size());
+        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= expect; });
       }
       if (stopping_ && !AnyBusy()) return;
       // A new engine is swapped in between jobs: hold admissions until the slots drain.

@@ -176,6 +176,8 @@ class EngineWorker {
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only
   const int32_t batch_tokens_;
   int64_t use_counter_ = 0;                 // engine thread only: LRU clock
+  size_t busy_peak_ = 0, last_peak_ = 0;    // engine thread only: most slots busy at once, now and
+                                            // in the last busy period (admission window)
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};
