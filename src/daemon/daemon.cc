@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -84,10 +85,12 @@ void BlockSignals() {
 }
 
 Daemon::Daemon(config::ParsedConfig parsed, config::ConfigSources sources)
-    : parsed_(std::move(parsed)), sources_(std::move(sources)) {}
+    : parsed_(std::move(parsed)), sources_(std::move(sources)),
+      handler_done_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 Daemon::~Daemon() {
   if (reload_thread_.joinable()) reload_thread_.join();
+  if (handler_done_fd_ >= 0) ::close(handler_done_fd_);
 }
 
 Status Daemon::Start() {
@@ -203,10 +206,16 @@ int Daemon::Run() {
 void Daemon::AcceptLoop() {
   LogRateLimiter reject_log(1000);
   while (!ctx_.stopping.load()) {
-    pollfd p{listener_->fd(), POLLIN, 0};
-    int rc = ::poll(&p, 1, 100);
+    // A finished handler wakes this loop at once (handler_done_fd_), so a connection waiting
+    // for a slot gets it without waiting for the next poll timeout.
+    pollfd p[2] = {{listener_->fd(), POLLIN, 0}, {handler_done_fd_, POLLIN, 0}};
+    int rc = ::poll(p, 2, 100);
+    if (p[1].revents & POLLIN) {
+      uint64_t n;
+      (void)!::read(handler_done_fd_, &n, sizeof n);
+    }
     ServeWaiting();
-    if (rc <= 0 || !(p.revents & POLLIN)) continue;
+    if (rc <= 0 || !(p[0].revents & POLLIN)) continue;
     int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE) ::usleep(50 * 1000);  // let handlers finish
@@ -282,9 +291,13 @@ void Daemon::StartHandler(std::unique_ptr<transport::FrameConnection> conn, cons
 }
 
 void Daemon::HandlerDone() {
-  std::lock_guard<std::mutex> lock(slots_mu_);
-  --active_;
-  slots_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    --active_;
+    slots_cv_.notify_all();
+  }
+  uint64_t one = 1;
+  (void)!::write(handler_done_fd_, &one, sizeof one);
 }
 
 void Daemon::Reload() {

@@ -66,6 +66,7 @@ class Daemon {
   std::condition_variable slots_cv_;
   size_t active_ = 0;              // guarded by slots_mu_
   std::deque<Waiting> waiting_;    // accept thread only (and Shutdown, after it joined)
+  const int handler_done_fd_;      // eventfd: a handler finished, serve the waiting list
 };
 
 }  // namespace llmd::daemon
