@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "engine/cpu_placement.h"
+
 namespace llmd::config {
 namespace {
 
@@ -207,8 +209,30 @@ const std::vector<Key>& Keys() {
       {"content_safety_check", {"--content-safety-check"}, {"LLMD_CONTENT_SAFETY_CHECK"},
        "Sanitize user input as the reference daemon does",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.content_safety_check); }, true},
-      {"threads", {"--threads", "-t"}, {"LLMD_THREADS"}, "CPU threads (0: all online CPUs)",
+      {"threads", {"--threads", "-t"}, {"LLMD_THREADS"}, "CPU threads (0: one per fast core, see cpu_affinity; all online CPUs when they are alike)",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.threads, 0, 1024); }},
+      {"cpu_affinity", {"--cpu-affinity"}, {"LLMD_CPU_AFFINITY"},
+       "auto (pin to the fast cores of a big.LITTLE CPU), none, or a CPU list such as 4-7",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "auto" && v != "none") {
+           auto list = engine::ParseCpuList(v);
+           if (!list.has_value()) return Bad("must be auto, none or a CPU list such as 4-7");
+         }
+         c.cpu_affinity = v;
+         return Status::Ok();
+       }},
+      {"thread_priority", {"--thread-priority"}, {"LLMD_THREAD_PRIORITY"},
+       "Compute thread priority: normal, medium, high or realtime (above normal needs privileges)",
+       [](DaemonConfig& c, const std::string& v) {
+         const char* names[] = {"normal", "medium", "high", "realtime"};
+         for (int i = 0; i < 4; ++i) {
+           if (v == names[i]) {
+             c.engine.thread_priority = i;
+             return Status::Ok();
+           }
+         }
+         return Bad("must be normal, medium, high or realtime");
+       }},
       {"batch_tokens", {"--batch-tokens"}, {"LLMD_BATCH_TOKENS"}, "Prompt tokens per decode call",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.batch_tokens, 1, 65536); }},
       {"devices", {"--device"}, {"LLMD_DEVICES"}, "Comma-separated ggml devices (default: CPU)",

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "daemon/connection_handler.h"
 #include "daemon/sd_notify.h"
+#include "engine/cpu_placement.h"
 #include "engine/llama/llama_engine.h"
 
 namespace llmd::daemon {
@@ -30,7 +31,15 @@ std::string Ms(double ms) { return std::to_string(static_cast<long long>(ms)); }
 Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c) {
   auto engine = engine::NewLlamaEngine();
   Log(LogLevel::kInfo, "loading_model", {{"path", c.engine.model_path}});
-  LLMD_RETURN_IF_ERROR(engine->Load(c.engine));
+  // Threads and the CPUs they run on (the fast cores of a big.LITTLE CPU, by default).
+  LLMD_ASSIGN_OR_RETURN(engine::CpuPlacement cpu,
+                        engine::PlanCpuPlacement("/sys/devices/system/cpu", c.cpu_affinity, c.engine.threads));
+  engine::EngineConfig ec = c.engine;
+  ec.threads = cpu.threads;
+  ec.cpus = cpu.cpus;
+  Log(LogLevel::kInfo, "cpu_placement", {{"threads", std::to_string(cpu.threads)}, {"cpus", cpu.CpuListText()},
+                                         {"speeds_from", cpu.source}, {"why", cpu.reason}});
+  LLMD_RETURN_IF_ERROR(engine->Load(ec));
   engine::GenerateOptions warm;
   warm.max_tokens = 1;
   warm.sampling = engine::SamplingParams::Greedy();

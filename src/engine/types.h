@@ -23,6 +23,8 @@ struct EngineConfig {
   int32_t sequences = 1;           // sequences decoded together (continuous batching slots)
   int32_t batch_tokens = 512;      // prompt tokens per decode call
   int32_t threads = 0;             // 0: one per online CPU
+  std::vector<int> cpus;           // pin the compute threads to these CPUs; empty: not pinned
+  int32_t thread_priority = 0;     // 0 normal, 1 medium, 2 high, 3 realtime (ggml's levels)
   int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all
   std::vector<std::string> devices;  // ggml device names, e.g. "CUDA0", "HTP0"; empty: CPU
   // Read, not mapped, by default: the CPU backend repacks most weights into its own buffers,

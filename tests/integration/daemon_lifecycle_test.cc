@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "llmd/client.h"
@@ -401,6 +402,46 @@ TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   EXPECT_FALSE(own_socket) << "the passed socket is used, none is created";
   EXPECT_TRUE(fs::exists(path)) << "systemd's socket is systemd's to remove";
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace llmd::testing
+
+namespace llmd::testing {
+namespace {
+
+// The CPUs each of the daemon's threads may run on, by thread id.
+std::map<std::string, std::string> ThreadAffinities(pid_t pid) {
+  std::map<std::string, std::string> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream in(task.path() / "status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.starts_with("Cpus_allowed_list:")) out[task.path().filename()] = line.substr(line.find_first_not_of(" \t", 18));
+    }
+  }
+  return out;
+}
+
+TEST(DaemonCpuPlacement, PinsTheComputeThreadsToTheConfiguredCpus) {
+  DaemonProcess d({"--cpu-affinity", "0", "--threads", "2"});
+  ASSERT_TRUE(d.ready());
+  EXPECT_EQ(d.CountLog("llmd info cpu_placement threads=2 cpus=0 "), 1u) << d.log();
+  LlmClient client(d.socket());
+  ASSERT_TRUE(client.Generate("Hello", 4).has_value());  // the scheduler's thread decodes, and is pinned then
+  int pinned = 0;
+  for (const auto& [tid, cpus] : ThreadAffinities(d.pid())) pinned += cpus == "0";
+  // ggml pins its worker and the thread that created the pool; the scheduler's thread, which
+  // drives decoding, is pinned too (it inherits the mask, and the engine pins whichever thread
+  // decodes, so a reload with new CPUs moves it).
+  EXPECT_GE(pinned, 3) << "the ggml worker, the loading thread and the decoding thread";
+}
+
+TEST(DaemonCpuPlacement, RefusesCpusThatAreNotOnline) {
+  DaemonProcess d({"--cpu-affinity", "4000"});
+  EXPECT_FALSE(d.ready());
+  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 1);
+  EXPECT_NE(d.log().find("not online"), std::string::npos) << d.log();
 }
 
 }  // namespace

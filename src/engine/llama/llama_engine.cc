@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <exception>
+#include <sched.h>
 #include <mutex>
 #include <thread>
 
@@ -211,6 +212,7 @@ class LlamaEngine final : public Engine {
 
   Status DecodeBatch(const std::vector<DecodeItem>& items) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
+    PinCallingThread();
     if (items.empty()) return Status::Ok();
     llama_batch batch = llama_batch_init(static_cast<int32_t>(items.size()), 0, 1);
     for (size_t i = 0; i < items.size(); ++i) {
@@ -297,6 +299,18 @@ class LlamaEngine final : public Engine {
   Status RequireLoaded() const {
     return loaded() ? Status::Ok() : UnavailableError("no model is loaded");
   }
+  // ggml pins its worker threads, and only the thread that created the pool among the others;
+  // the thread that drives decoding (the scheduler's) is pinned here, once.
+  void PinCallingThread() {
+    if (config_.cpus.empty() || pinned_thread_ == std::this_thread::get_id()) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : config_.cpus) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    }
+    (void)::sched_setaffinity(0, sizeof set, &set);  // best effort: a cgroup may forbid it
+    pinned_thread_ = std::this_thread::get_id();
+  }
   static Status CheckSystem(std::string_view system) {
     if (!IsValidUtf8(system)) return InvalidArgumentError("system prompt is not valid UTF-8");
     return Status::Ok();
@@ -314,6 +328,7 @@ class LlamaEngine final : public Engine {
     void operator()(ggml_threadpool* t) const { ggml_threadpool_free(t); }
   };
   std::unique_ptr<ggml_threadpool, ThreadpoolDeleter> threadpool_;
+  std::thread::id pinned_thread_;  // the decoding thread already pinned to config_.cpus
   llama_context_ptr ctx_;
   const llama_vocab* vocab_ = nullptr;
   std::unique_ptr<ChatTemplate> chat_template_;
@@ -395,6 +410,10 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   // One persistent pool for prompt and generation; without it ggml would start threads for
   // every graph.
   ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  tpp.prio = static_cast<ggml_sched_priority>(config.thread_priority);
+  for (int cpu : config.cpus) {
+    if (cpu >= 0 && cpu < GGML_MAX_N_THREADS) tpp.cpumask[cpu] = true;  // every thread may use every listed CPU
+  }
   threadpool_.reset(ggml_threadpool_new(&tpp));
   if (!threadpool_) {
     Release();
@@ -529,6 +548,7 @@ Status LlamaEngine::DecodeOne(TokenId token) {
 Result<Completion> LlamaEngine::Run(std::vector<TokenId> prompt, const GenerateOptions& options,
                                     const TextSink& on_text, Clock::time_point start) {
   LLMD_RETURN_IF_ERROR(options.sampling.Validate());
+  PinCallingThread();
   if (options.max_tokens < 0) return InvalidArgumentError("max_tokens must be >= 0");
   if (prompt.empty()) return InvalidArgumentError("prompt is empty");
   const int64_t n_ctx = llama_n_ctx_seq(ctx_.get());
