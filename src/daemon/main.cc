@@ -28,7 +28,12 @@ int main(int argc, char** argv) {
     return parsed->exit_code;
   }
   if (parsed->list_devices) {
-    for (const auto& d : llmd::engine::ListLlamaDevices()) std::printf("%s\n", d.c_str());
+    std::printf("%-24s %-6s %12s %12s  %s\n", "device", "type", "free MiB", "total MiB", "description");
+    for (const auto& d : llmd::engine::DescribeLlamaDevices()) {
+      std::printf("%-24s %-6s %12llu %12llu  %s\n", d.name.c_str(), d.type.c_str(),
+                  static_cast<unsigned long long>(d.free_bytes >> 20),
+                  static_cast<unsigned long long>(d.total_bytes >> 20), d.description.c_str());
+    }
     return 0;
   }
   llmd::LogLevel level;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "llmd/client.h"
@@ -442,6 +443,32 @@ TEST(DaemonCpuPlacement, RefusesCpusThatAreNotOnline) {
   EXPECT_FALSE(d.ready());
   EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 1);
   EXPECT_NE(d.log().find("not online"), std::string::npos) << d.log();
+}
+
+}  // namespace
+}  // namespace llmd::testing
+
+namespace llmd::testing {
+namespace {
+
+TEST(DaemonDevices, ListDevicesShowsEveryDeviceWithItsMemory) {
+  const std::string dir = MakeTempDir();
+  const int rc = std::system((std::string(LLMD_BINARY) + " --list-devices > " + dir + "/devices.txt").c_str());
+  const std::string out = ReadAll(dir + "/devices.txt");
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(rc, 0);
+  EXPECT_NE(out.find("free MiB"), std::string::npos) << out;
+  std::istringstream lines(out);
+  std::string header, cpu, name, type;
+  std::getline(lines, header);
+  std::getline(lines, cpu);
+  std::istringstream fields(cpu);
+  long free_mib = -1, total_mib = -1;
+  fields >> name >> type >> free_mib >> total_mib;
+  EXPECT_EQ(name, "CPU");
+  EXPECT_EQ(type, "cpu");
+  EXPECT_GT(total_mib, 0);
+  EXPECT_LE(free_mib, total_mib);
 }
 
 }  // namespace

@@ -672,4 +672,27 @@ std::vector<std::string> ListLlamaDevices() {
   return names;
 }
 
+std::vector<DeviceReport> DescribeLlamaDevices() {
+  InitBackendOnce(false);
+  std::vector<DeviceReport> out;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+    DeviceReport r;
+    r.name = ggml_backend_dev_name(dev);
+    r.description = ggml_backend_dev_description(dev);
+    switch (ggml_backend_dev_type(dev)) {
+      case GGML_BACKEND_DEVICE_TYPE_CPU: r.type = "cpu"; break;
+      case GGML_BACKEND_DEVICE_TYPE_GPU: r.type = "gpu"; break;
+      case GGML_BACKEND_DEVICE_TYPE_IGPU: r.type = "igpu"; break;
+      default: r.type = "accel"; break;
+    }
+    size_t free = 0, total = 0;
+    ggml_backend_dev_memory(dev, &free, &total);
+    r.free_bytes = free;
+    r.total_bytes = total;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 }  // namespace llmd::engine

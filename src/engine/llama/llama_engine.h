@@ -21,6 +21,15 @@ std::unique_ptr<Engine> NewLlamaEngine(bool verbose = false);
 // --list-devices.
 std::vector<std::string> ListLlamaDevices();
 
+// One ggml device as --list-devices shows it.
+struct DeviceReport {
+  std::string name;         // "CPU", "CUDA0", "HTP0", "RPC[127.0.0.1:50052]"
+  std::string description;  // the backend's own words (the CPU model, the GPU name, ...)
+  std::string type;         // "cpu", "gpu", "igpu", "accel"
+  uint64_t free_bytes = 0, total_bytes = 0;
+};
+std::vector<DeviceReport> DescribeLlamaDevices();
+
 }  // namespace llmd::engine
 
 #endif  // LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_
