@@ -240,6 +240,12 @@ const std::vector<Key>& Keys() {
          c.engine.devices = SplitList(v);
          return Status::Ok();
        }},
+      {"rpc_servers", {"--rpc"}, {"LLMD_RPC_SERVERS"},
+       "Comma-separated host:port of ggml-rpc-servers; their devices become RPC0, RPC1, ... (trusted networks only)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.rpc_servers = SplitList(v);
+         return Status::Ok();
+       }},
       {"gpu_layers", {"--gpu-layers"}, {"LLMD_GPU_LAYERS"}, "Layers offloaded to the devices (-1: all)",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.gpu_layers, -1, 100000); }},
       {"use_mmap", {"--mmap"}, {"LLMD_USE_MMAP"}, "Map the model file instead of reading it (default false: reading keeps no second copy of repacked weights)",

@@ -28,6 +28,10 @@ int main(int argc, char** argv) {
     return parsed->exit_code;
   }
   if (parsed->list_devices) {
+    if (auto s = llmd::engine::AddRpcServers(parsed->config.engine.rpc_servers); !s.ok()) {
+      std::fprintf(stderr, "llmd: %s\n", s.ToString().c_str());
+      return 1;
+    }
     std::printf("%-24s %-6s %12s %12s  %s\n", "device", "type", "free MiB", "total MiB", "description");
     for (const auto& d : llmd::engine::DescribeLlamaDevices()) {
       std::printf("%-24s %-6s %12llu %12llu  %s\n", d.name.c_str(), d.type.c_str(),

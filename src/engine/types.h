@@ -26,7 +26,8 @@ struct EngineConfig {
   std::vector<int> cpus;           // pin the compute threads to these CPUs; empty: not pinned
   int32_t thread_priority = 0;     // 0 normal, 1 medium, 2 high, 3 realtime (ggml's levels)
   int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all
-  std::vector<std::string> devices;  // ggml device names, e.g. "CUDA0", "HTP0"; empty: CPU
+  std::vector<std::string> devices;  // ggml device names, e.g. "CUDA0", "HTP0", "RPC0"; empty: CPU
+  std::vector<std::string> rpc_servers;  // "host:port" of ggml-rpc-servers, seen as RPC0, RPC1, ...
   // Read, not mapped, by default: the CPU backend repacks most weights into its own buffers,
   // so a mapping would keep a second, dead copy resident (~235 MiB on a 0.6B Q4_0 model), and
   // a file truncated under a mapping raises SIGBUS where a read returns an error.

@@ -5,8 +5,15 @@
 #include <cstdlib>
 #include <cstdio>
 #include <exception>
+#include <netdb.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "chat/text_safety.h"
@@ -16,6 +23,7 @@
 #include "format/model_file.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "ggml-rpc.h"
 #include "llama-cpp.h"
 #include "llama.h"
 
@@ -363,6 +371,7 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config.kv_cache_type));
   LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config.flash_attention));
   LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(config.model_path));
+  LLMD_RETURN_IF_ERROR(AddRpcServers(config.rpc_servers));
   LLMD_ASSIGN_OR_RETURN(auto devices, ResolveDevices(config.devices));
 
   llama_model_params mp = llama_model_default_params();
@@ -670,6 +679,58 @@ std::vector<std::string> ListLlamaDevices() {
     names.emplace_back(ggml_backend_dev_name(ggml_backend_dev_get(i)));
   }
   return names;
+}
+
+namespace {
+// ggml aborts the process when an RPC server cannot be reached, so try a connection first.
+bool RpcServerAnswers(const std::string& host, const std::string& port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = res; a != nullptr && !ok; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, 2000) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
+}  // namespace
+
+Status AddRpcServers(const std::vector<std::string>& endpoints) {
+  InitBackendOnce(false);
+  static std::mutex mu;
+  static std::set<std::string> added;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& endpoint : endpoints) {
+    if (added.count(endpoint)) continue;
+    const size_t colon = endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size()) {
+      return InvalidArgumentError("RPC server '" + endpoint + "' is not host:port");
+    }
+    std::string host = endpoint.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (!RpcServerAnswers(host, endpoint.substr(colon + 1))) {
+      return UnavailableError("RPC server " + endpoint + " cannot be reached (is ggml-rpc-server running there?)");
+    }
+    ggml_backend_reg_t reg = ggml_backend_rpc_add_server(endpoint.c_str());
+    if (reg == nullptr) {
+      return UnavailableError("RPC server " + endpoint + " did not answer (is ggml-rpc-server running there?)");
+    }
+    ggml_backend_register(reg);
+    added.insert(endpoint);
+  }
+  return Status::Ok();
 }
 
 std::vector<DeviceReport> DescribeLlamaDevices() {

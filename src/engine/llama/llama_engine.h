@@ -30,6 +30,12 @@ struct DeviceReport {
 };
 std::vector<DeviceReport> DescribeLlamaDevices();
 
+// Makes the devices of ggml RPC servers ("host:port", each a running ggml-rpc-server) usable
+// as RPC0, RPC1, ... in the order first added. Each endpoint is added once per process.
+// Unavailable when a server does not answer. RPC is unauthenticated and unencrypted: only for
+// servers on a trusted network (docs/devices.md).
+Status AddRpcServers(const std::vector<std::string>& endpoints);
+
 }  // namespace llmd::engine
 
 #endif  // LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_
