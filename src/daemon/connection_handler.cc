@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "format/session_file.h"
+#include "sched/guard.h"
 #include "transport/frame_connection.h"
 
 namespace llmd::daemon {
@@ -358,13 +359,7 @@ class Handler {
   Result<std::string> Classify(const std::string& prompt, const std::string& answer, int64_t deadline,
                                double* guard_ms) {
     const int64_t start = RealClock::Get().NowMs();
-    sched::Job job;
-    job.system = config_->guard_system;
-    job.user = "User: " + prompt + "\n\nAssistant: " + answer;
-    job.options.max_tokens = 64;  // a verdict and a categories line
-    job.options.sampling = engine::SamplingParams::Greedy();
-    job.options.sampling.grammar = config_->guard_grammar;
-    job.channel = std::make_shared<sched::JobChannel>();
+    sched::Job job = sched::GuardJob(*config_, prompt, answer);
     auto channel = job.channel;
     LLMD_RETURN_IF_ERROR(ctx_.WorkerFor(config_->guard_model)->Submit(std::move(job)));
     engine::Completion verdict;
@@ -377,16 +372,7 @@ class Handler {
     *guard_ms = static_cast<double>(RealClock::Get().NowMs() - start);
     Log(LogLevel::kInfo, "guard_verdict", {{"uid", std::to_string(peer_.uid)}, {"verdict", verdict.text},
                                            {"guard_ms", std::to_string(static_cast<long long>(*guard_ms))}});
-    // "Safety: Unsafe" refuses, with the categories when the guard names them; Safe and
-    // Controversial pass.
-    if (verdict.text.find("Safety: Unsafe") == std::string::npos) return std::string();
-    std::string refusal = "refused by the guard: the answer was judged unsafe";
-    if (size_t at = verdict.text.find("Categories: "); at != std::string::npos) {
-      std::string categories = verdict.text.substr(at + 12);
-      categories = categories.substr(0, categories.find('\n'));
-      refusal += " (categories: " + categories + ")";
-    }
-    return refusal;
+    return sched::GuardRefusal(verdict.text);
   }
 
   bool Finish(const engine::Completion& c, bool stream, bool seed, double guard_ms) {

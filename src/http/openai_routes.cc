@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -14,6 +15,7 @@
 #include "http/metrics_page.h"
 #include "http/openai_request.h"
 #include "http/sse_writer.h"
+#include "sched/guard.h"
 
 namespace llmd::http {
 namespace {
@@ -210,10 +212,9 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   GenerationRequest& r = *parsed;
   const auto config = ctx_.config();
   const config::DaemonConfig& c = *config;
-  if (!c.guard_model.empty()) {
-    return SendError(out, FromStatus(UnimplementedError(
-                              "the guard cascade is configured and is not applied over HTTP yet; use the native socket")));
-  }
+  // With the guard cascade on, the answer is generated whole and shown only after the guard
+  // model's verdict; a refusal is an empty answer with finish_reason "content_filter".
+  const bool guard = !c.guard_model.empty();
   sched::EngineWorker* worker = ctx_.WorkerFor(r.model);
   if (worker == nullptr) {
     return SendError(out, {404, "invalid_request_error", "model_not_found",
@@ -223,7 +224,11 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
 
   sched::Job job;
   job.sanitize = c.content_safety_check;
+  std::string guarded_prompt;  // what the guard sees as the user's side of the exchange
   if (chat) {
+    for (const auto& m : r.messages) {
+      if (m.role == "user") guarded_prompt = m.content;
+    }
     job.messages = std::move(r.messages);
     const bool has_system = std::any_of(job.messages.begin(), job.messages.end(),
                                         [](const chat::Message& m) { return m.role == "system"; });
@@ -232,6 +237,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
     job.options.strip_think = !r.enable_thinking;
   } else {
     job.raw = true;
+    guarded_prompt = r.prompt;
     job.user = std::move(r.prompt);
   }
   job.options.max_tokens = static_cast<int32_t>(std::min(r.max_tokens.value_or(c.max_new_tokens), c.max_new_tokens));
@@ -243,7 +249,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   if (r.seed) job.options.sampling.seed = *r.seed;
   if (Status s = job.options.sampling.Validate(); !s.ok()) return SendError(out, FromStatus(s));
   job.stop = r.stop;
-  job.stream = r.stream;
+  job.stream = r.stream && !guard;
   job.channel = std::make_shared<sched::JobChannel>();
   auto channel = job.channel;
   if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
@@ -271,9 +277,18 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
 
   SseWriter sse(out);
   bool streaming = false;  // the 200 head is out: errors now go in the stream
+  const char* finish_override = nullptr;  // "content_filter" when the guard refused
+  auto finish_name = [&](engine::FinishReason f) { return finish_override ? finish_override : FinishName(f); };
+  std::deque<sched::JobEvent> replay;  // a guarded answer, replayed as a stream once allowed
   while (true) {
     bool timed_out = false;
-    auto ev = NextEvent(*channel, out.fd(), deadline, &timed_out);
+    std::optional<sched::JobEvent> ev;
+    if (!replay.empty()) {
+      ev = std::move(replay.front());
+      replay.pop_front();
+    } else {
+      ev = NextEvent(*channel, out.fd(), deadline, &timed_out);
+    }
     if (!ev) {
       if (!timed_out) return 0;
       ApiError e = FromStatus(DeadlineExceededError("generation exceeded request_timeout_ms"));
@@ -298,9 +313,39 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
       sse.Done();
       return e.status;
     }
+    if (guard && ev->type == sched::JobEvent::Type::kDone && finish_override == nullptr && replay.empty()) {
+      sched::Job check = sched::GuardJob(c, guarded_prompt, ev->completion.text);
+      auto verdict_channel = check.channel;
+      if (Status st = ctx_.WorkerFor(c.guard_model)->Submit(std::move(check)); !st.ok()) {
+        return SendError(out, FromStatus(st.WithContext("guard")));
+      }
+      std::optional<sched::JobEvent> verdict;
+      while (!verdict || verdict->type == sched::JobEvent::Type::kText) {
+        verdict = NextEvent(*verdict_channel, out.fd(), deadline, &timed_out);
+        if (!verdict) {
+          return timed_out ? SendError(out, FromStatus(DeadlineExceededError("the guard exceeded request_timeout_ms"))) : 0;
+        }
+      }
+      if (verdict->type == sched::JobEvent::Type::kError) {
+        return SendError(out, FromStatus(verdict->error.WithContext("guard")));
+      }
+      const std::string refusal = sched::GuardRefusal(verdict->completion.text);
+      Log(LogLevel::kInfo, "guard_verdict", {{"api", "http"}, {"verdict", verdict->completion.text}});
+      if (!refusal.empty()) {
+        finish_override = "content_filter";
+        ev->completion.text.clear();
+      } else {
+        finish_override = FinishName(ev->completion.stats.finish_reason);
+      }
+      if (r.stream) {  // replay the whole answer as one chunk, then the end
+        if (!ev->completion.text.empty()) replay.push_back({sched::JobEvent::Type::kText, ev->completion.text, {}, {}});
+        replay.push_back(std::move(*ev));
+        continue;
+      }
+    }
     if (!r.stream) {  // only kDone reaches here: no text events without streaming
       const auto& st = ev->completion.stats;
-      json j = envelope(json::array({choice(ev->completion.text, FinishName(st.finish_reason))}));
+      json j = envelope(json::array({choice(ev->completion.text, finish_name(st.finish_reason))}));
       j["usage"] = Usage(st);
       return out.Send(200, kJson, Dump(j)) ? 200 : 0;
     }
@@ -324,7 +369,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
       continue;
     }
     const auto& st = ev->completion.stats;  // kDone
-    sse.Event(Dump(envelope(json::array({choice("", FinishName(st.finish_reason))}))));
+    sse.Event(Dump(envelope(json::array({choice("", finish_name(st.finish_reason))}))));
     if (r.include_usage) {
       json u = envelope(json::array());
       u["usage"] = Usage(st);

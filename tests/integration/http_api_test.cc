@@ -399,3 +399,52 @@ TEST(HttpApiLimits, Item27_UniqueParameterChurnDoesNotGrowMemory) {
 
 }  // namespace
 }  // namespace llmd::testing
+
+namespace llmd::testing {
+namespace {
+
+// The guard cascade over HTTP, with a synthetic guard held by its grammar to one verdict.
+TEST(HttpApiGuard, AnUnsafeVerdictIsAContentFilterFinishAndShowsNothing) {
+  HttpDaemon d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
+                "root ::= \"Safety: Unsafe\\nCategories: Violent\"", "--rate-limit", "100000"});
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  auto whole = Parse(d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8)));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "content_filter");
+  EXPECT_EQ(whole["choices"][0]["message"]["content"], "");
+  auto streamed = d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8, {{"stream", true}}));
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string text, finish;
+  for (const auto& e : Events(streamed.body)) {
+    if (e == "[DONE]") continue;
+    json j = json::parse(e);
+    if (j["choices"].empty()) continue;
+    if (j["choices"][0]["delta"].contains("content")) text += j["choices"][0]["delta"]["content"].get<std::string>();
+    if (!j["choices"][0]["finish_reason"].is_null()) finish = j["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, "") << "nothing of the draft is ever streamed";
+  EXPECT_EQ(finish, "content_filter");
+  EXPECT_EQ(d.process().CountLog("guard_verdict api=http"), 2u);
+}
+
+TEST(HttpApiGuard, ASafeVerdictShowsTheAnswer) {
+  HttpDaemon d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
+                "root ::= \"Safety: Safe\"", "--rate-limit", "100000"});
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  auto whole = Parse(d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8)));
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");
+  const std::string answer = whole["choices"][0]["message"]["content"];
+  EXPECT_FALSE(answer.empty());
+  auto streamed = Events(d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8, {{"stream", true}})).body);
+  std::string text;
+  for (const auto& e : streamed) {
+    if (e == "[DONE]") continue;
+    json j = json::parse(e);
+    if (!j["choices"].empty() && j["choices"][0]["delta"].contains("content")) {
+      text += j["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(text, answer) << "the same greedy answer, sent whole after the verdict";
+}
+
+}  // namespace
+}  // namespace llmd::testing
