@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <vector>
 
 namespace llmd::http {
 namespace {
@@ -33,6 +34,15 @@ std::string RenderMetricsPage(const sched::ServerContext& ctx) {
     Family(&out, name, type, help);
     for (const auto& [model, w] : ctx.workers) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
   };
+  // The devices each model runs on (CPU when none are configured), as labels of a constant 1.
+  Family(&out, "llmd_model_device", "gauge", "1 for each device a model's layers run on.");
+  const auto config = ctx.config();
+  for (const auto& [model, w] : ctx.workers) {
+    const auto& devices = config->engine.devices;
+    for (const std::string& d : devices.empty() ? std::vector<std::string>{"CPU"} : devices) {
+      out += "llmd_model_device{" + Label(model) + ",device=\"" + sched::EscapeLabelValue(d) + "\"} 1\n";
+    }
+  }
   per_model("llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",
             [](auto& w) { return std::to_string(w.metrics().prompt_tokens.load()); });
   per_model("llmd_cached_prompt_tokens_total", "counter", "Prompt tokens reused from the KV cache.",

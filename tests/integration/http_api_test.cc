@@ -118,7 +118,8 @@ TEST_F(HttpApi, CompletionsModelsHealthAndMetrics) {
                              "llmd_requests_total{api=\"native\",outcome=\"ok\"}", "llmd_time_to_first_token_seconds_bucket",
                              "llmd_inter_token_latency_seconds_count", "llmd_prompt_tokens_total{model=\"tiny-q8_0\"}",
                              "llmd_cached_prompt_tokens_total", "llmd_generated_tokens_total", "llmd_queue_depth",
-                             "llmd_active_sequences", "llmd_kv_cache_usage_ratio"}) {
+                             "llmd_active_sequences", "llmd_kv_cache_usage_ratio",
+                             "llmd_model_device{model=\"tiny-q8_0\",device=\"CPU\"} 1"}) {
     EXPECT_NE(metrics.body.find(family), std::string::npos) << family;
   }
 }
