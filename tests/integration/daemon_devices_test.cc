@@ -100,14 +100,7 @@ class RpcServer {
     ::waitpid(pid_, nullptr, 0);
   }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  long RssKb() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
-    }
-    return -1;
-  }
+  long RssKb() const { return ProcessRssKb(pid_); }
 
  private:
   bool Answers() const {

@@ -38,6 +38,16 @@ inline std::string ReadAll(const std::string& path) {
 
 // A private directory for sockets, readable by other users so permission tests see EACCES
 // from the socket itself, not from the directory.
+// A process's resident memory in KiB (VmRSS), or -1.
+inline long ProcessRssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
 inline std::string MakeTempDir() {
   char tmpl[] = "/tmp/llmd_it_XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
@@ -125,14 +135,7 @@ class DaemonProcess {
     return n;
   }
 
-  long RssKb() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
-    }
-    return -1;
-  }
+  long RssKb() const { return ProcessRssKb(pid_); }
 
   size_t CountLog(const std::string& needle) const {
     std::string log = ReadAll(log_);
