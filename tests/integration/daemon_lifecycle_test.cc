@@ -1,6 +1,7 @@
 // Start, stop, reload: robustness-tests.md items 15, 18, 19, 42 at startup, and SIGHUP.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -342,7 +343,9 @@ class NotifySocket {
 
 // Starts llmd under a systemd-like environment: NOTIFY_SOCKET, WATCHDOG_USEC and, when
 // `listen_fd` >= 0, that socket passed as LISTEN_FDS.
-pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int listen_fd) {
+pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int listen_fd,
+                        std::vector<std::string> args = {}) {
+  if (args.empty()) args = {"--model", TinyModelPath(), "--socket", dir + "/own.sock"};
   pid_t pid = ::fork();
   if (pid == 0) {
     int log = ::open((dir + "/log").c_str(), O_WRONLY | O_CREAT, 0644);
@@ -356,8 +359,10 @@ pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int l
       ::setenv("LISTEN_FDS", "1", 1);
       ::setenv("LISTEN_PID", std::to_string(::getpid()).c_str(), 1);
     }
-    ::execl(LLMD_BINARY, LLMD_BINARY, "--model", TinyModelPath().c_str(), "--socket",
-            (dir + "/own.sock").c_str(), nullptr);
+    std::vector<char*> argv = {const_cast<char*>(LLMD_BINARY)};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(LLMD_BINARY, argv.data());
     ::_exit(127);
   }
   return pid;
@@ -378,6 +383,45 @@ TEST(DaemonLifecycle, NotifiesSystemdReadyWatchdogAndStopping) {
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
   fs::remove_all(dir);
+}
+
+// Item 48e: the watchdog reports the engine thread's progress, not the accept loop's. One
+// decode call over a ~1900-token prompt on the 0.6B model takes seconds; during it the pings
+// stop (WATCHDOG_USEC is 400 ms here, so systemd would restart a daemon stuck like that for
+// good), and they resume once the engine moves again.
+TEST(DaemonLifecycle, Item48e_AStalledEngineStopsTheWatchdogPings) {
+  std::string dir = MakeTempDir();
+  NotifySocket notify(dir + "/notify");
+  const std::string sock = dir + "/own.sock";
+  pid_t pid = StartUnderSystemd(dir, dir + "/notify", -1,
+                                {"--model", Qwen06bQ4Path(), "--socket", sock, "--http-socket", "off", "--threads", "2",
+                                 "--parallel", "1", "--context", "4096", "--batch-tokens", "4096"});
+  std::string got;
+  for (int i = 0; i < 60 && got.find("READY=1") == std::string::npos; ++i) got += notify.Drain(1000);
+  const bool ready = got.find("READY=1") != std::string::npos;
+  const bool pinged_idle = notify.Drain(2000).find("WATCHDOG=1") != std::string::npos;
+  std::string prompt;
+  for (int i = 0; i < 1900; ++i) prompt += " word";
+  std::atomic<bool> answered{false};
+  std::thread request([&] {
+    LlmClient client(sock, std::chrono::seconds(120));
+    answered = client.Generate(prompt, 1).has_value();
+  });
+  // Pings may go on for up to WATCHDOG_USEC/2 after the engine's last step before the call;
+  // the call itself lasts seconds (6 s on the 2-core development machine).
+  notify.Drain(800);
+  const std::string during = notify.Drain(1200);
+  request.join();
+  const std::string after = notify.Drain(2000);
+  ::kill(pid, SIGTERM);  // before any assertion can return early
+  int status;
+  ::waitpid(pid, &status, 0);
+  fs::remove_all(dir);
+  ASSERT_TRUE(ready) << got;
+  EXPECT_TRUE(pinged_idle) << "an idle engine thread still shows it is alive";
+  EXPECT_TRUE(answered.load());
+  EXPECT_EQ(during.find("WATCHDOG=1"), std::string::npos) << "no pings while the engine is stuck in one call: " << during;
+  EXPECT_NE(after.find("WATCHDOG=1"), std::string::npos) << "pings resume when it moves again";
 }
 
 TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
