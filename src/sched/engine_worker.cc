@@ -164,9 +164,10 @@ void EngineWorker::Run() {
       // prefill step instead of the late ones queueing behind an early one's whole prompt
       // (the tail TTFT of such a burst). A lone client (the last busy period served one
       // request at a time) never waits.
+      // The window ends early only when every slot has a request: the last period's peak
+      // undercounts the clients (a burst is itself split over steps), so it is no guide.
       if (busy == 0 && last_peak_ >= 2 && !queue_.empty() && !stopping_) {
-        const size_t expect = std::min(last_peak_, slots_.size());
-        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= expect; });
+        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= slots_.size(); });
       }
       if (stopping_ && !AnyBusy()) return;
       // A new engine is swapped in between jobs: hold admissions until the slots drain.

@@ -287,6 +287,45 @@ TEST(DaemonBatching, FourInterleavedStreamsEachMatchTheirSoloRun) {
   EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
 }
 
+// After a busy period that served several requests at once, a burst of new requests sent a
+// millisecond apart shares one prefill step (the admission window) instead of the late ones
+// waiting behind the first one's whole prompt. On the 0.6B model one ~100-token prefill takes
+// hundreds of ms, so without the window three of the four would wait that long before their
+// own prefill started.
+TEST(DaemonBatching, ABurstAfterConcurrentWorkSharesOnePrefillStep) {
+  DaemonProcess d({"--parallel", "4", "--threads", "2"}, Qwen06bQ4Path());
+  ASSERT_TRUE(d.ready()) << d.log();
+  std::string words;
+  for (int i = 0; i < 90; ++i) words += " river";
+  auto wave = [&](int round, std::vector<Generation>* out) {
+    std::vector<std::thread> threads;
+    out->assign(4, Generation());
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(i));  // a burst, not one instant
+        LlmClient c(d.socket(), std::chrono::seconds(120));
+        GenerateOptions o;
+        o.max_tokens = 2;
+        o.temperature = 0.0f;
+        auto g = c.GenerateStream("Round " + std::to_string(round) + " client " + std::to_string(i) + ":" + words, o,
+                                  nullptr);
+        if (g.has_value()) (*out)[i] = *g;
+      });
+    }
+    for (auto& t : threads) t.join();
+  };
+  std::vector<Generation> first, second;
+  wave(0, &first);  // the busy period that served four at once
+  wave(1, &second);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_GT(second[i].prompt_tokens, 90u) << "request " << i << " failed";
+    // Time from arrival to the start of its prefill: the TTFT not spent prefilling.
+    const float waited = second[i].ttft_ms - second[i].prefill_ms;
+    EXPECT_LT(waited, 100.0f) << "request " << i << " waited " << waited << " ms (prefill " << second[i].prefill_ms
+                              << " ms) before its prefill started";
+  }
+}
+
 TEST_F(DaemonProtocolTest, ChatSessionsReuseThePreviousTurn) {
   LlmClient client(daemon_->socket());
   GenerateOptions o;
