@@ -193,8 +193,9 @@ TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
 // The guard is a synthetic model whose verdict is forced by its grammar (guard_grammar): with
 // `root ::= "Safety: Unsafe"` it can only say Unsafe, whatever its random weights are.
 TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
-  DaemonProcess d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
-                   "root ::= \"Safety: Unsafe\\nCategories: Violent\"", "--temperature", "0"});
+  auto args = ForcedGuardArgs("Safety: Unsafe\\nCategories: Violent");
+  args.insert(args.end(), {"--temperature", "0"});
+  DaemonProcess d(args);
   ASSERT_TRUE(d.ready()) << d.log();
   LlmClient c(d.socket());
   GenerateOptions o;
@@ -222,8 +223,9 @@ TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
 }
 
 TEST(DaemonGuard, PassesWhenTheGuardSaysSafeAndReportsItsTime) {
-  DaemonProcess d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
-                   "root ::= \"Safety: Safe\"", "--temperature", "0"});
+  auto args = ForcedGuardArgs("Safety: Safe");
+  args.insert(args.end(), {"--temperature", "0"});
+  DaemonProcess d(args);
   ASSERT_TRUE(d.ready()) << d.log();
   LlmClient c(d.socket());
   GenerateOptions o;

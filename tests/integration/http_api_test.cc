@@ -406,8 +406,9 @@ namespace {
 
 // The guard cascade over HTTP, with a synthetic guard held by its grammar to one verdict.
 TEST(HttpApiGuard, AnUnsafeVerdictIsAContentFilterFinishAndShowsNothing) {
-  HttpDaemon d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
-                "root ::= \"Safety: Unsafe\\nCategories: Violent\"", "--rate-limit", "100000"});
+  auto args = ForcedGuardArgs("Safety: Unsafe\\nCategories: Violent");
+  args.insert(args.end(), {"--rate-limit", "100000"});
+  HttpDaemon d(args);
   ASSERT_TRUE(d.process().ready()) << d.process().log();
   auto whole = Parse(d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8)));
   EXPECT_EQ(whole["choices"][0]["finish_reason"], "content_filter");
@@ -428,8 +429,9 @@ TEST(HttpApiGuard, AnUnsafeVerdictIsAContentFilterFinishAndShowsNothing) {
 }
 
 TEST(HttpApiGuard, ASafeVerdictShowsTheAnswer) {
-  HttpDaemon d({"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
-                "root ::= \"Safety: Safe\"", "--rate-limit", "100000"});
+  auto args = ForcedGuardArgs("Safety: Safe");
+  args.insert(args.end(), {"--rate-limit", "100000"});
+  HttpDaemon d(args);
   ASSERT_TRUE(d.process().ready()) << d.process().log();
   auto whole = Parse(d.Unix("POST", "/v1/chat/completions", ChatBody("Tell me a story.", 8)));
   EXPECT_EQ(whole["choices"][0]["finish_reason"], "length");

@@ -157,6 +157,13 @@ class DaemonProcess {
   bool ready_ = false;
 };
 
+// Daemon flags for a guard cascade whose guard (the tiny model) can only give `verdict`: its
+// grammar allows nothing else, whatever its random weights say.
+inline std::vector<std::string> ForcedGuardArgs(const std::string& verdict) {
+  return {"--models", "guard=" + TinyModelPath(), "--guard-model", "guard", "--guard-grammar",
+          "root ::= \"" + verdict + "\""};
+}
+
 // A bound, listening Unix socket that nobody serves (a silent peer, or a socket handed over as
 // systemd would). Returns the descriptor, or -1.
 inline int ListenUnix(const std::string& path, int backlog = 8) {
