@@ -63,7 +63,10 @@ class DaemonProcess {
     dir_ = MakeTempDir();
     socket_ = dir_ + "/llm.sock";
     log_ = dir_ + "/llmd.log";
-    std::vector<std::string> args = {LLMD_BINARY, "--socket", socket_, "--threads", "2", "--context", "1024"};
+    // One engine thread: ctest runs daemons side by side, and two 2-thread ggml pools on two
+    // cores spin in each other's barriers (measured 10-20x slower in CI). Tests that need
+    // more threads say so; the last --threads wins.
+    std::vector<std::string> args = {LLMD_BINARY, "--socket", socket_, "--threads", "1", "--context", "1024"};
     if (!model.empty()) args.insert(args.end(), {"--model", model});
     args.insert(args.end(), extra.begin(), extra.end());
     Start(args);
