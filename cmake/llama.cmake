@@ -31,6 +31,16 @@ set(GGML_RPC ON CACHE BOOL "" FORCE)
 # own team, and a warm-up on one thread then serving from another left two teams fighting
 # over the cores (decode fell to 0.68x).
 set(GGML_OPENMP OFF CACHE BOOL "" FORCE)
+# CUDA: one architecture by default (each one multiplies the ~190 kernels' build time). The
+# CUDA runtime and cuBLAS are linked as shared libraries (the toolkit ships no static cuBLAS
+# here), so the machine that runs llmd needs them too.
+if(LLMD_CUDA)
+  set(GGML_CUDA ON CACHE BOOL "" FORCE)
+  set(CMAKE_CUDA_ARCHITECTURES "${LLMD_CUDA_ARCHITECTURES}" CACHE STRING "" FORCE)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+endif()
 
 add_subdirectory("${LLMD_LLAMA_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/third_party/llama.cpp"
                  EXCLUDE_FROM_ALL SYSTEM)

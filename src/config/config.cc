@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "engine/cpu_placement.h"
+#include "engine/placement_plan.h"
 
 namespace llmd::config {
 namespace {
@@ -246,8 +247,52 @@ const std::vector<Key>& Keys() {
          c.engine.rpc_servers = SplitList(v);
          return Status::Ok();
        }},
-      {"gpu_layers", {"--gpu-layers"}, {"LLMD_GPU_LAYERS"}, "Layers offloaded to the devices (-1: all)",
-       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.gpu_layers, -1, 100000); }},
+      {"gpu_layers", {"--gpu-layers"}, {"LLMD_GPU_LAYERS"},
+       "Layers offloaded to the devices: a count, all (-1), or fit (as many as fit)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v == "all") c.engine.gpu_layers = -1;
+         else if (v == "fit") c.engine.gpu_layers = -2;
+         else return ParseInt(v, &c.engine.gpu_layers, -1, 100000);
+         return Status::Ok();
+       }},
+      {"split_mode", {"--split-mode"}, {"LLMD_SPLIT_MODE"}, "layer, row or none: how layers spread over several devices",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v == "layer") c.engine.split_mode = engine::SplitMode::kLayer;
+         else if (v == "row") c.engine.split_mode = engine::SplitMode::kRow;
+         else if (v == "none") c.engine.split_mode = engine::SplitMode::kNone;
+         else return Bad("must be layer, row or none");
+         return Status::Ok();
+       }},
+      {"tensor_split", {"--tensor-split"}, {"LLMD_TENSOR_SPLIT"},
+       "Proportions of the offloaded layers per device, e.g. 3,1 (default: planned from memory)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.tensor_split.clear();
+         for (const auto& item : SplitList(v)) {
+           float f;
+           LLMD_RETURN_IF_ERROR(ParseFloat(item, &f, 0.0f, 1e6f, "0 .. 1e6"));
+           c.engine.tensor_split.push_back(f);
+         }
+         return Status::Ok();
+       }},
+      {"main_device", {"--main-device"}, {"LLMD_MAIN_DEVICE"},
+       "The device that holds everything with split_mode none (default: the first of devices)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.main_device = v;
+         return Status::Ok();
+       }},
+      {"device_memory", {"--device-memory"}, {"LLMD_DEVICE_MEMORY"},
+       "Caps on what each device may hold, e.g. HTP0=3.5G,RPC1=512M (default: its free memory)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.device_caps.clear();
+         for (const auto& item : SplitList(v)) {
+           const size_t eq = item.find('=');
+           if (eq == std::string::npos || eq == 0) return Bad("'" + item + "' is not DEVICE=SIZE");
+           LLMD_ASSIGN_OR_RETURN(uint64_t bytes, engine::ParseByteSize(item.substr(eq + 1)));
+           if (bytes == 0) return Bad("'" + item + "': a cap must be more than 0");
+           c.engine.device_caps.push_back({item.substr(0, eq), bytes});
+         }
+         return Status::Ok();
+       }},
       {"use_mmap", {"--mmap"}, {"LLMD_USE_MMAP"}, "Map the model file instead of reading it (default false: reading keeps no second copy of repacked weights)",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.engine.use_mmap); }, true},
       {"flash_attention", {"--flash-attention"}, {"LLMD_FLASH_ATTENTION"}, "auto, on or off",

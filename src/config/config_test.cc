@@ -84,12 +84,38 @@ TEST(Config, BadValuesNameTheKeyAndTheSource) {
       {{"-m", "m", "--bogus"}, {}, "unknown option '--bogus'"},
       {{"-m", "m", "--top-k"}, {}, "needs a value"},
       {{}, {}, "model_path is required"},
+      {{"-m", "m", "--gpu-layers", "most"}, {}, "gpu_layers = most"},
+      {{"-m", "m", "--split-mode", "diagonal"}, {}, "must be layer, row or none"},
+      {{"-m", "m", "--tensor-split", "3,x"}, {}, "tensor_split = 3,x"},
+      {{"-m", "m", "--tensor-split", "-1"}, {}, "must be in 0 .. 1e6"},
+      {{"-m", "m", "--device-memory", "HTP0"}, {}, "'HTP0' is not DEVICE=SIZE"},
+      {{"-m", "m", "--device-memory", "HTP0=lots"}, {}, "not a size such as 3.5G"},
+      {{"-m", "m", "--device-memory", "HTP0=0"}, {}, "must be more than 0"},
   };
   for (const auto& c : cases) {
     auto r = Parse(c.args, c.env);
     ASSERT_FALSE(r.has_value()) << c.expect;
     EXPECT_NE(r.error().message().find(c.expect), std::string::npos) << r.error().message();
   }
+}
+
+TEST(Config, DevicePlacementKeys) {
+  std::string toml = WriteToml("model_path = \"m.gguf\"\ndevices = [\"HTP0\", \"HTP1\"]\n"
+                               "tensor_split = [3, 1]\ndevice_memory = [\"HTP0=3.5G\", \"HTP1=512M\"]\n");
+  auto r = Parse({"--config", toml, "--gpu-layers", "fit", "--split-mode", "none", "--main-device", "HTP1"});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const auto& e = r->config.engine;
+  EXPECT_EQ(e.devices, (std::vector<std::string>{"HTP0", "HTP1"}));
+  EXPECT_EQ(e.gpu_layers, -2);
+  EXPECT_EQ(e.split_mode, engine::SplitMode::kNone);
+  EXPECT_EQ(e.main_device, "HTP1");
+  EXPECT_EQ(e.tensor_split, (std::vector<float>{3, 1}));
+  ASSERT_EQ(e.device_caps.size(), 2u);
+  EXPECT_EQ(e.device_caps[0].device, "HTP0");
+  EXPECT_EQ(e.device_caps[0].bytes, 3584ull << 20);
+  EXPECT_EQ(e.device_caps[1].bytes, 512ull << 20);
+  EXPECT_EQ(Parse({"-m", "m", "--gpu-layers", "all"})->config.engine.gpu_layers, -1);
+  EXPECT_EQ(Parse({"-m", "m", "--gpu-layers", "12"})->config.engine.gpu_layers, 12);
 }
 
 TEST(Config, TomlErrorsAreClear) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -25,6 +26,26 @@ namespace {
 constexpr size_t kMaxWaiting = 64;  // connections over the cap that may wait for a slot
 
 std::string Ms(double ms) { return std::to_string(static_cast<long long>(ms)); }
+
+std::string MiB(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// The placement plan, then per device what the plan expected and what llama.cpp allocated.
+void LogPlacement(const std::string& model, const engine::ModelInfo& info) {
+  Log(LogLevel::kInfo, "placement", {{"model", model}, {"why", info.placement_why}});
+  for (const auto& line : info.placement_plan) Log(LogLevel::kInfo, "placement_plan", {{"model", model}, {"part", line}});
+  for (const auto& d : info.placement) {
+    Log(LogLevel::kInfo, "placement_device",
+        {{"model", model}, {"device", d.device}, {"layers", std::to_string(d.layers)},
+         {"output", d.output ? "yes" : "no"}, {"planned_mib", MiB(d.planned_bytes)},
+         {"planned_weights_mib", MiB(d.planned_weight_bytes)},
+         {"weights_mib", MiB(d.model_bytes)}, {"context_mib", MiB(d.context_bytes)},
+         {"compute_mib", MiB(d.compute_bytes)}});
+  }
+}
 
 // Loads and warms up an engine: the first decode allocates the compute graph, so do it
 // before saying ready rather than on the first client's time.
@@ -137,6 +158,7 @@ Status Daemon::Start() {
          {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
          {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
          {"template", info.has_chat_template ? "model" : "chatml"}});
+    LogPlacement(name, info);
     if (budget_mib > 0 && used_mib > budget_mib) {
       return ResourceExhaustedError("model '" + name + "' brings the weights and KV caches to " +
                                     std::to_string(used_mib) + " MiB, over the memory budget of " +

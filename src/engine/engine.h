@@ -19,6 +19,18 @@
 namespace llmd::engine {
 
 // Facts about the loaded model.
+// What one device holds of a loaded model: the plan, then what llama.cpp allocated.
+struct DevicePlacement {
+  std::string device;      // "CPU", "CUDA0", "RPC0", ...
+  int32_t layers = 0;      // repeating layers held
+  bool output = false;     // holds the output head
+  uint64_t planned_bytes = 0;  // the planner's weights + KV + compute estimate
+  uint64_t planned_weight_bytes = 0;
+  uint64_t model_bytes = 0;    // allocated: weights
+  uint64_t context_bytes = 0;  // allocated: KV cache and outputs
+  uint64_t compute_bytes = 0;  // allocated: scheduler scratch
+};
+
 struct ModelInfo {
   std::string architecture;
   std::string description;   // e.g. "qwen3 0.6B Q4_0"
@@ -31,6 +43,9 @@ struct ModelInfo {
   int32_t sequences = 1;     // sequences that can decode together
   uint64_t fingerprint = 0;  // identifies the model (saved sessions must match it)
   uint64_t kv_cache_bytes = 0;
+  std::vector<DevicePlacement> placement;  // the CPU first, then each configured device
+  std::vector<std::string> placement_plan; // the plan in words, one line per device
+  std::string placement_why;               // how the split was chosen
 };
 
 // A multi-turn conversation that keeps the exact tokens it fed and generated, so turn N+1
@@ -76,7 +91,7 @@ class Engine {
   // model already loaded. On error nothing is loaded.
   virtual Status Load(const EngineConfig& config) = 0;
   virtual bool loaded() const = 0;
-  virtual ModelInfo model_info() const = 0;
+  virtual const ModelInfo& model_info() const = 0;  // valid until the next Load or Release
 
   // One-shot chat: renders {system, user} with the model's template (thinking off), then
   // generates. `user` goes through SanitizeUserInput (invalid UTF-8: InvalidArgument) and is

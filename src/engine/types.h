@@ -16,6 +16,19 @@ namespace llmd::engine {
 
 using TokenId = int32_t;
 
+// How offloaded layers spread over several devices (llama.cpp's split modes).
+enum class SplitMode {
+  kLayer,  // each device holds whole layers
+  kRow,    // matrices split by rows across the devices (backends that support it, e.g. CUDA)
+  kNone,   // everything offloaded goes to the main device
+};
+
+// A configured limit on what a device may hold, e.g. ~3.5 GB for one Hexagon session.
+struct DeviceCap {
+  std::string device;
+  uint64_t bytes = 0;
+};
+
 // How the engine loads a model and sizes its context.
 struct EngineConfig {
   std::string model_path;
@@ -25,8 +38,12 @@ struct EngineConfig {
   int32_t threads = 0;             // 0: one per online CPU
   std::vector<int> cpus;           // pin the compute threads to these CPUs; empty: not pinned
   int32_t thread_priority = 0;     // 0 normal, 1 medium, 2 high, 3 realtime (ggml's levels)
-  int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all
+  int32_t gpu_layers = 0;          // layers to offload to the devices; -1: all; -2: as many as fit
   std::vector<std::string> devices;  // ggml device names, e.g. "CUDA0", "HTP0", "RPC0"; empty: CPU
+  SplitMode split_mode = SplitMode::kLayer;
+  std::vector<float> tensor_split;   // proportions per device; empty: the planner chooses
+  std::string main_device;           // one of `devices`; empty: the first
+  std::vector<DeviceCap> device_caps;
   std::vector<std::string> rpc_servers;  // "host:port" of ggml-rpc-servers, seen as RPC0, RPC1, ...
   // Read, not mapped, by default: the CPU backend repacks most weights into its own buffers,
   // so a mapping would keep a second, dead copy resident (~235 MiB on a 0.6B Q4_0 model), and

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <charconv>
 #include <limits>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -149,6 +151,7 @@ class Prechecker {
     LLMD_RETURN_IF_ERROR(CheckVocab());
     LLMD_RETURN_IF_ERROR(Tensors());
     if (summary_.architecture.empty()) return Bad("has no general.architecture string");
+    ResolveShape();
     return summary_;
   }
 
@@ -216,8 +219,74 @@ class Prechecker {
       return Status::Ok();
     }
     if (type == kString) return r_.SkipString(where.c_str());
+    if (IsShapeKey(key) && shape_.size() < 64 && (type == kU32 || type == kI32 || type == kU64 || type == kI64)) {
+      return ShapeValue(key, type);
+    }
     if (type != kArray) return r_.Skip(ScalarSize(type), where.c_str());
     return Array(key, where);
+  }
+
+  // The architecture-prefixed hyperparameters the planner needs. They may come before
+  // general.architecture, so they are kept by full key and resolved at the end.
+  static constexpr const char* kShapeSuffixes[] = {".block_count", ".embedding_length", ".attention.head_count",
+                                                   ".attention.head_count_kv", ".attention.key_length",
+                                                   ".attention.value_length"};
+  static bool IsShapeKey(const std::string& key) {
+    return std::any_of(std::begin(kShapeSuffixes), std::end(kShapeSuffixes),
+                       [&](const char* suffix) { return key.ends_with(suffix); });
+  }
+
+  Status ShapeValue(const std::string& key, uint32_t type) {
+    uint64_t v = 0;
+    if (type == kU32 || type == kI32) {
+      uint32_t v32;
+      LLMD_RETURN_IF_ERROR(r_.Scalar(&v32, key.c_str()));
+      v = type == kI32 && static_cast<int32_t>(v32) < 0 ? 0 : v32;
+    } else {
+      LLMD_RETURN_IF_ERROR(r_.Scalar(&v, key.c_str()));
+      if (type == kI64 && static_cast<int64_t>(v) < 0) v = 0;
+    }
+    shape_[key] = static_cast<uint32_t>(std::min<uint64_t>(v, std::numeric_limits<uint32_t>::max()));
+    return Status::Ok();
+  }
+
+  void ResolveShape() {
+    auto get = [&](const char* suffix) {
+      auto it = shape_.find(summary_.architecture + suffix);
+      return it == shape_.end() ? 0u : it->second;
+    };
+    summary_.block_count = get(".block_count");
+    const uint32_t embd = get(".embedding_length"), heads = get(".attention.head_count");
+    summary_.embedding_length = embd;
+    summary_.head_count = heads;
+    summary_.head_count_kv = get(".attention.head_count_kv") ? get(".attention.head_count_kv") : heads;
+    const uint32_t head_dim = heads ? embd / heads : 0;
+    summary_.key_length = get(".attention.key_length") ? get(".attention.key_length") : head_dim;
+    summary_.value_length = get(".attention.value_length") ? get(".attention.value_length") : head_dim;
+    summary_.tied_output_bytes = has_output_weight_ ? 0 : token_embd_bytes_;
+  }
+
+  // Adds a tensor's bytes to the part of the model llama.cpp places it with.
+  void CountTensorBytes(const std::string& name, uint64_t nbytes) {
+    static constexpr uint32_t kMaxBlocks = 1 << 16;  // a crafted "blk.4000000000" stays bounded
+    if (name.starts_with("blk.")) {
+      uint32_t block = 0;
+      const char* first = name.data() + 4;
+      const char* last = name.data() + name.size();
+      auto [end, ec] = std::from_chars(first, last, block);
+      if (ec == std::errc() && end != first && end != last && *end == '.' && block < kMaxBlocks) {
+        if (summary_.layer_bytes.size() <= block) summary_.layer_bytes.resize(block + 1, 0);
+        summary_.layer_bytes[block] += nbytes;
+        return;
+      }
+    }
+    if (name == "output.weight") has_output_weight_ = true;
+    if (name == "token_embd.weight") token_embd_bytes_ = nbytes;
+    if (name.starts_with("output.") || name.starts_with("output_norm.")) {
+      summary_.output_bytes += nbytes;
+    } else {
+      summary_.input_bytes += nbytes;
+    }
   }
 
   Status Array(const std::string& key, const std::string& where) {
@@ -354,6 +423,7 @@ class Prechecker {
         return Bad("total tensor size overflows");
       }
       summary_.tensor_bytes += nbytes;
+      CountTensorBytes(name, nbytes);
       spans.push_back({offset, 0, names.size()});
       spans.back().end = nbytes;  // the size for now; checked against the data section below
       names.push_back(name);
@@ -391,6 +461,9 @@ class Prechecker {
   Reader r_;
   GgufSummary summary_;
   VocabFacts vocab_;
+  std::map<std::string, uint32_t> shape_;  // shape hyperparameters by full key
+  bool has_output_weight_ = false;
+  uint64_t token_embd_bytes_ = 0;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "format/random_access_file.h"
 #include "llmd/result.h"
@@ -36,6 +37,24 @@ struct GgufSummary {
   uint64_t data_offset = 0;   // where tensor data starts
   uint64_t tensor_bytes = 0;  // sum of all tensor sizes
   uint64_t vocab_size = 0;    // entries in tokenizer.ggml.tokens, 0 if absent
+
+  // The model's shape, for placement planning: 0 where the file does not say (or says it
+  // per layer, as an array).
+  uint32_t block_count = 0;       // <arch>.block_count
+  uint32_t embedding_length = 0;  // <arch>.embedding_length
+  uint32_t head_count = 0;        // <arch>.attention.head_count
+  uint32_t head_count_kv = 0;     // <arch>.attention.head_count_kv (else head_count)
+  uint32_t key_length = 0;        // <arch>.attention.key_length (else embedding / heads)
+  uint32_t value_length = 0;      // <arch>.attention.value_length (else embedding / heads)
+  // Tensor bytes by where llama.cpp places them: the repeating blocks (blk.N.*, by N), the
+  // output head (output.*, output_norm.*), and the rest (token embeddings), which stays on
+  // the CPU.
+  std::vector<uint64_t> layer_bytes;
+  uint64_t output_bytes = 0;
+  uint64_t input_bytes = 0;
+  // With no output.weight the head reuses token_embd.weight; llama.cpp loads a second copy
+  // of it on the device that runs the head (when that is not the CPU).
+  uint64_t tied_output_bytes = 0;
 };
 
 // Checks `file` (which must start with the GGUF magic) and returns its summary, or a

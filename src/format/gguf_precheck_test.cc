@@ -34,6 +34,38 @@ TEST(GgufPrecheck, AcceptsAMinimalValidFile) {
   EXPECT_EQ(r->data_offset % 32, 0u);
 }
 
+TEST(GgufPrecheck, SummarizesTheShapeForPlacement) {
+  // Shape keys before general.architecture, F32 tensors of 32 elements (128 bytes) each.
+  GgufBuilder b;
+  b.Header(6, 6)
+      .KvU32("qwen3.block_count", 2)
+      .KvU32("qwen3.embedding_length", 64)
+      .KvU32("qwen3.attention.head_count", 4)
+      .KvU32("qwen3.attention.head_count_kv", 2)
+      .KvU32("other.block_count", 99)  // another architecture's key: ignored
+      .KvString("general.architecture", "qwen3")
+      .TensorInfo("token_embd.weight", {32}, 0, 0)
+      .TensorInfo("blk.0.attn_q.weight", {32}, 0, 128)
+      .TensorInfo("blk.0.ffn_up.weight", {32}, 0, 256)
+      .TensorInfo("blk.1.attn_q.weight", {32}, 0, 384)
+      .TensorInfo("output_norm.weight", {32}, 0, 512)
+      .TensorInfo("blk.4000000000.x", {32}, 0, 640)  // a crafted block number: not a layer
+      .Align()
+      .Zeros(768);
+  auto r = Check(b.bytes());
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->block_count, 2u);
+  EXPECT_EQ(r->embedding_length, 64u);
+  EXPECT_EQ(r->head_count, 4u);
+  EXPECT_EQ(r->head_count_kv, 2u);
+  EXPECT_EQ(r->key_length, 16u) << "embedding / heads when the file does not say";
+  EXPECT_EQ(r->value_length, 16u);
+  EXPECT_EQ(r->layer_bytes, (std::vector<uint64_t>{256, 128}));
+  EXPECT_EQ(r->output_bytes, 128u);
+  EXPECT_EQ(r->input_bytes, 256u);
+  EXPECT_EQ(r->tied_output_bytes, 128u) << "no output.weight: the head reuses token_embd";
+}
+
 TEST(GgufPrecheck, EveryTruncationIsACleanError) {
   const std::string full = MinimalValidGguf().bytes();
   // Cut inside the header, the KV section, the tensor table and the tensor data.

@@ -34,13 +34,30 @@ std::string RenderMetricsPage(const sched::ServerContext& ctx) {
     Family(&out, name, type, help);
     for (const auto& [model, w] : ctx.workers) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
   };
-  // The devices each model runs on (CPU when none are configured), as labels of a constant 1.
-  Family(&out, "llmd_model_device", "gauge", "1 for each device a model's layers run on.");
-  const auto config = ctx.config();
-  for (const auto& [model, w] : ctx.workers) {
-    const auto& devices = config->engine.devices;
-    for (const std::string& d : devices.empty() ? std::vector<std::string>{"CPU"} : devices) {
-      out += "llmd_model_device{" + Label(model) + ",device=\"" + sched::EscapeLabelValue(d) + "\"} 1\n";
+  // Where each model lives: per device, its layers and the memory llama.cpp allocated there.
+  Family(&out, "llmd_model_device_layers", "gauge",
+         "Repeating layers of a model held by each device it uses (the output head counts as one more).");
+  std::vector<std::pair<std::string, std::vector<engine::DevicePlacement>>> placements;
+  for (const auto& [model, w] : ctx.workers) placements.emplace_back(model, w->placement());
+  auto device_label = [](const std::string& model, const engine::DevicePlacement& d) {
+    return Label(model) + ",device=\"" + sched::EscapeLabelValue(d.device) + "\"";
+  };
+  for (const auto& [model, devices] : placements) {
+    for (const auto& d : devices) {
+      if (d.layers == 0 && !d.output) continue;
+      out += "llmd_model_device_layers{" + device_label(model, d) + "} " + std::to_string(d.layers + (d.output ? 1 : 0)) + "\n";
+    }
+  }
+  Family(&out, "llmd_model_device_memory_bytes", "gauge",
+         "Memory a model holds on each device: weights, context (KV cache, outputs) and compute scratch.");
+  for (const auto& [model, devices] : placements) {
+    for (const auto& d : devices) {
+      const std::pair<const char*, uint64_t> kinds[] = {
+          {"weights", d.model_bytes}, {"context", d.context_bytes}, {"compute", d.compute_bytes}};
+      for (const auto& [kind, bytes] : kinds) {
+        out += "llmd_model_device_memory_bytes{" + device_label(model, d) + ",kind=\"" + kind + "\"} " +
+               std::to_string(bytes) + "\n";
+      }
     }
   }
   per_model("llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",

@@ -74,6 +74,7 @@ EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->sequence = i;
   }
+  placement_ = engine_->model_info().placement;
   PublishHealth();
   last_progress_ms_ = NowMs();
   thread_ = std::thread([this] { Run(); });
@@ -118,6 +119,11 @@ void EngineWorker::Stop() {
   }
 }
 
+std::vector<engine::DevicePlacement> EngineWorker::placement() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return placement_;
+}
+
 HealthSnapshot EngineWorker::health() const {
   return {model_loaded_.load(), device_index_.load(), kv_usage_.load(), fingerprint_.load(), vocab_size_.load()};
 }
@@ -128,7 +134,7 @@ void EngineWorker::PublishHealth() {
     kv_usage_ = 0.0f;
     return;
   }
-  const engine::ModelInfo info = engine_->model_info();
+  const engine::ModelInfo& info = engine_->model_info();
   model_loaded_ = engine_->loaded();
   device_index_ = info.device_index;
   fingerprint_ = info.fingerprint;
@@ -173,6 +179,7 @@ void EngineWorker::Run() {
       // A new engine is swapped in between jobs: hold admissions until the slots drain.
       if (pending_ && !AnyBusy()) {
         engine_ = std::move(pending_);  // the old engine is released here
+        placement_ = engine_->model_info().placement;
         for (auto& s : slots_) s->resident.clear();
         PublishHealth();
       }

@@ -130,6 +130,8 @@ class EngineWorker {
   void Stop();
 
   HealthSnapshot health() const;
+  // Where the current engine's model lives, per device (planned and allocated).
+  std::vector<engine::DevicePlacement> placement() const;
   // Latency histograms and token counters for /metrics.
   const WorkerMetrics& metrics() const { return metrics_; }
   // Milliseconds (RealClock) of the engine thread's last sign of life: a finished decode step
@@ -178,6 +180,7 @@ class EngineWorker {
   int64_t use_counter_ = 0;                 // engine thread only: LRU clock
   size_t busy_peak_ = 0, last_peak_ = 0;    // engine thread only: most slots busy at once, now and
                                             // in the last busy period (admission window)
+  std::vector<engine::DevicePlacement> placement_;  // guarded by mu_
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};

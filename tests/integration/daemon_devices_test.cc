@@ -128,6 +128,23 @@ std::string GreedyText(const std::vector<std::string>& extra) {
   return g.has_value() ? g->text : "(error: " + g.error().ToString() + ")";
 }
 
+// The daemon's "placement_device" log fields for `device`: layers, planned and allocated MiB.
+std::map<std::string, std::string> PlacementOf(const std::string& log, const std::string& device) {
+  std::map<std::string, std::string> fields;
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("placement_device") == std::string::npos || line.find(" device=" + device + " ") == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      const size_t eq = word.find('=');
+      if (eq != std::string::npos) fields[word.substr(0, eq)] = word.substr(eq + 1);
+    }
+  }
+  return fields;
+}
+
 TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
   RpcServer a, b;
   const long a_before = a.RssKb(), b_before = b.RssKb();
@@ -147,11 +164,93 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
     auto g = client.GenerateStream("Tell me about rivers", o, nullptr);
     ASSERT_TRUE(g.has_value()) << g.error().ToString();
     split = g->text;
+    // The planner's split (equal free memory: both layers on RPC0, the head on RPC1) is
+    // what llama.cpp allocated.
+    for (const std::string device : {"RPC0", "RPC1"}) {
+      auto p = PlacementOf(d.log(), device);
+      EXPECT_EQ(p["weights_mib"], p["planned_weights_mib"]) << device << "\n" << d.log();
+    }
+    EXPECT_EQ(PlacementOf(d.log(), "RPC0")["layers"], "2");
+    EXPECT_EQ(PlacementOf(d.log(), "RPC1")["output"], "yes");
+    // HealthCheck's npu_core names the main device in use: RPC0, after the CPU in ggml's list.
+    auto health = client.HealthCheck();
+    ASSERT_TRUE(health.has_value());
+    EXPECT_EQ(health->npu_core, 1);
   }
   std::printf("RPC servers grew by %ld and %ld KiB while serving the split model\n", a_loaded, b_loaded);
   EXPECT_EQ(split, cpu) << "greedy output over RPC0+RPC1 equals the CPU-only run";
   EXPECT_GT(a_loaded, 2 * 1024) << "RPC0 holds part of the model";
   EXPECT_GT(b_loaded, 2 * 1024) << "RPC1 holds part of the model";
+}
+
+// The 0.6B shape with one 512-token slot: small enough for two loopback servers, layers
+// big enough (~8.5 MiB) for the caps to decide the split.
+const std::vector<std::string> kSmallContext = {"--threads", "2", "--parallel", "1", "--context", "512"};
+
+std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(DaemonRpc, ThePlannersSplitIsTheOneLlamaCppUses) {
+  RpcServer a, b;
+  // Equal free memory would split 15/14 (llama.cpp's default); the caps make it 9/19 + head.
+  const auto split_args = With(kSmallContext, {"--rpc", a.endpoint() + "," + b.endpoint(), "--device", "RPC0,RPC1",
+                                               "--gpu-layers", "all", "--device-memory", "RPC0=200M,RPC1=700M"});
+  std::string log;
+  std::string split;
+  {
+    DaemonProcess d(split_args, Qwen06bQ4Path());
+    ASSERT_TRUE(d.ready()) << d.log();
+    LlmClient client(d.socket());
+    GenerateOptions o;
+    o.max_tokens = 8;
+    o.temperature = 0.0f;
+    auto g = client.GenerateStream("Tell me about rivers", o, nullptr);
+    ASSERT_TRUE(g.has_value()) << g.error().ToString();
+    split = g->text;
+    log = d.log();
+  }
+  EXPECT_NE(log.find("placement_plan model=qwen3-0.6b-q4_0 part=\"RPC0 layers 0-8, "), std::string::npos) << log;
+  EXPECT_NE(log.find("placement_plan model=qwen3-0.6b-q4_0 part=\"RPC1 layers 9-27 + output, "), std::string::npos) << log;
+  for (const std::string device : {"CPU", "RPC0", "RPC1"}) {
+    auto p = PlacementOf(log, device);
+    ASSERT_FALSE(p.empty()) << device << "\n" << log;
+    // What llama.cpp allocated for weights on each device is what the planner put there.
+    EXPECT_EQ(p["weights_mib"], p["planned_weights_mib"]) << device;
+    EXPECT_LE(std::stod(p["weights_mib"]) + std::stod(p["context_mib"]) + std::stod(p["compute_mib"]),
+              std::stod(p["planned_mib"]))
+        << device << ": the plan's estimate covers what was allocated";
+  }
+  EXPECT_EQ(PlacementOf(log, "RPC0")["layers"], "9");
+  EXPECT_EQ(PlacementOf(log, "RPC1")["layers"], "19");
+  // Token identity with the CPU is the tiny model's test above: here the CPU would run Q4_0
+  // through its repacked kernels, which round differently from the servers' plain ones, and
+  // random weights turn that into a different greedy token within a few steps.
+  EXPECT_FALSE(split.empty());
+}
+
+TEST(DaemonRpc, AModelThatCannotFitIsRefusedBeforeLoadingAndFitOffloadsWhatFits) {
+  RpcServer a, b;
+  const auto base = With(kSmallContext, {"--rpc", a.endpoint() + "," + b.endpoint(), "--device", "RPC0,RPC1",
+                                         "--device-memory", "RPC0=150M,RPC1=550M"});
+  {
+    DaemonProcess d(With(base, {"--gpu-layers", "all"}), Qwen06bQ4Path());
+    EXPECT_FALSE(d.ready());
+    EXPECT_EQ(d.WaitExit(std::chrono::seconds(20)), 1);
+    const std::string log = d.log();
+    EXPECT_NE(log.find("the model does not fit with 29 of 29 layers offloaded"), std::string::npos) << log;
+    EXPECT_NE(log.find("RPC1 would need"), std::string::npos) << log;
+    EXPECT_NE(log.find("would fit: set gpu_layers = "), std::string::npos) << log;
+    EXPECT_EQ(log.find("load_tensors"), std::string::npos) << "refused before llama.cpp loads anything";
+  }
+  DaemonProcess d(With(base, {"--gpu-layers", "fit"}), Qwen06bQ4Path());
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto cpu = PlacementOf(d.log(), "CPU");
+  EXPECT_GT(std::stoi(cpu["layers"]), 0) << "the layers that do not fit stay on the CPU\n" << d.log();
+  EXPECT_EQ(PlacementOf(d.log(), "RPC1")["output"], "yes");
+  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC0")["planned_mib"]), 150.0);
+  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC1")["planned_mib"]), 550.0);
 }
 
 TEST(DaemonRpc, AnUnreachableServerIsAClearStartupError) {

@@ -119,7 +119,8 @@ TEST_F(HttpApi, CompletionsModelsHealthAndMetrics) {
                              "llmd_inter_token_latency_seconds_count", "llmd_prompt_tokens_total{model=\"tiny-q8_0\"}",
                              "llmd_cached_prompt_tokens_total", "llmd_generated_tokens_total", "llmd_queue_depth",
                              "llmd_active_sequences", "llmd_kv_cache_usage_ratio",
-                             "llmd_model_device{model=\"tiny-q8_0\",device=\"CPU\"} 1"}) {
+                             "llmd_model_device_layers{model=\"tiny-q8_0\",device=\"CPU\"} 3",
+                             "llmd_model_device_memory_bytes{model=\"tiny-q8_0\",device=\"CPU\",kind=\"weights\"} 2"}) {
     EXPECT_NE(metrics.body.find(family), std::string::npos) << family;
   }
 }

@@ -20,6 +20,7 @@
 #include "chat/think_stripper.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
+#include "engine/llama/llama_placement.h"
 #include "format/model_file.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -85,12 +86,6 @@ Result<llama_flash_attn_type> FlashAttnType(const std::string& name) {
   return InvalidArgumentError("flash_attention '" + name + "' is not one of auto, on, off");
 }
 
-std::string JoinDevices() {
-  std::string all;
-  for (const auto& d : ListLlamaDevices()) all += (all.empty() ? "" : ", ") + d;
-  return all;
-}
-
 class LlamaEngine;
 
 class LlamaSampler final : public Sampler {
@@ -129,7 +124,7 @@ class LlamaEngine final : public Engine {
 
   Status Load(const EngineConfig& config) override;
   bool loaded() const override { return ctx_ != nullptr; }
-  ModelInfo model_info() const override { return info_; }
+  const ModelInfo& model_info() const override { return info_; }
 
   Result<Completion> Generate(std::string_view system, std::string_view user,
                               const GenerateOptions& options, const TextSink& on_text) override {
@@ -323,7 +318,6 @@ class LlamaEngine final : public Engine {
     if (!IsValidUtf8(system)) return InvalidArgumentError("system prompt is not valid UTF-8");
     return Status::Ok();
   }
-  Result<std::vector<ggml_backend_dev_t>> ResolveDevices(const std::vector<std::string>& names);
   Status Prefill(const std::vector<TokenId>& prompt, size_t from,
                  const std::atomic<bool>* cancel);
   Status DecodeOne(TokenId token);
@@ -346,21 +340,6 @@ class LlamaEngine final : public Engine {
   GenerationStats last_stats_;
 };
 
-Result<std::vector<ggml_backend_dev_t>> LlamaEngine::ResolveDevices(
-    const std::vector<std::string>& names) {
-  std::vector<ggml_backend_dev_t> devs;
-  for (const auto& name : names) {
-    ggml_backend_dev_t dev = ggml_backend_dev_by_name(name.c_str());
-    if (dev == nullptr) {
-      return InvalidArgumentError("unknown device '" + name + "'; this build has: " +
-                                  JoinDevices());
-    }
-    devs.push_back(dev);
-  }
-  devs.push_back(nullptr);
-  return devs;
-}
-
 Status LlamaEngine::Load(const EngineConfig& config) {
   auto start = Clock::now();
   Release();
@@ -372,12 +351,12 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config.flash_attention));
   LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(config.model_path));
   LLMD_RETURN_IF_ERROR(AddRpcServers(config.rpc_servers));
-  LLMD_ASSIGN_OR_RETURN(auto devices, ResolveDevices(config.devices));
+  // Planned before anything is loaded: a model that cannot fit is refused here, with numbers.
+  LLMD_ASSIGN_OR_RETURN(LlamaPlacement placement, PlanLlamaPlacement(config, file.gguf, kv_type));
 
   llama_model_params mp = llama_model_default_params();
   mp.load_mode = config.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
-  mp.n_gpu_layers = config.gpu_layers;
-  if (!config.devices.empty()) mp.devices = devices.data();
+  placement.Apply(&mp);
   try {
     model_.reset(llama_model_load_from_file(config.model_path.c_str(), mp));
   } catch (const std::exception& e) {
@@ -452,9 +431,16 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   info_.kv_cache_bytes = KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
   info_.has_chat_template = chat_template_->from_model();
+  info_.placement = MeasurePlacement(ctx_.get(), placement.plan);
+  info_.placement_plan = placement.plan.Describe();
+  info_.placement_why = placement.plan.why;
+  // The main device: the first that holds layers, else the CPU.
+  std::string main = "CPU";
+  for (size_t i = 1; i < placement.plan.parts.size() && main == "CPU"; ++i) {
+    if (placement.plan.parts[i].layers > 0 || placement.plan.parts[i].output) main = placement.plan.parts[i].device;
+  }
   for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-    const char* name = ggml_backend_dev_name(ggml_backend_dev_get(i));
-    if (config.devices.empty() ? std::string(name) == "CPU" : config.devices.front() == name) {
+    if (main == ggml_backend_dev_name(ggml_backend_dev_get(i))) {
       info_.device_index = static_cast<uint8_t>(std::min<size_t>(i, 255));
     }
   }

@@ -1,0 +1,44 @@
+// The placement planner (engine/placement_plan.h) applied to llama.cpp: resolves the
+// configured devices, asks each for its free memory, plans, and turns the plan into
+// llama_model_params; after loading, reads back what llama.cpp allocated on each device.
+#ifndef LLMD_ENGINE_LLAMA_LLAMA_PLACEMENT_H_
+#define LLMD_ENGINE_LLAMA_LLAMA_PLACEMENT_H_
+
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/placement_plan.h"
+#include "format/gguf_precheck.h"
+#include "ggml-backend.h"
+#include "llama.h"
+#include "llmd/result.h"
+
+namespace llmd::engine {
+
+struct LlamaPlacement {
+  PlacementPlan plan;
+  std::vector<ggml_backend_dev_t> devices;  // null-terminated, for llama_model_params
+  std::vector<float> tensor_split;          // llama_max_devices() entries
+  llama_split_mode split_mode = LLAMA_SPLIT_MODE_LAYER;
+  int32_t main_gpu = 0;
+
+  // Points `params` at this placement (which must outlive the load).
+  void Apply(llama_model_params* params) const;
+};
+
+// The configured devices (or, with none named and layers to offload, llama.cpp's default:
+// RPC servers, then GPUs, then integrated GPUs when there is no GPU), planned. InvalidArgument
+// for an unknown device or cap name; ResourceExhausted when the model cannot fit.
+Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const format::GgufSummary& gguf,
+                                          ggml_type kv_type);
+
+// The plan per device with what llama.cpp actually allocated there (host buffers count as
+// the CPU's).
+std::vector<DevicePlacement> MeasurePlacement(const llama_context* ctx, const PlacementPlan& plan);
+
+// The device list as text ("CPU, RPC0, RPC1"), for messages.
+std::string JoinDeviceNames();
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_LLAMA_LLAMA_PLACEMENT_H_
