@@ -322,13 +322,13 @@ void Daemon::StartHandler(std::unique_ptr<transport::FrameConnection> conn, cons
 }
 
 void Daemon::HandlerDone() {
-  {
-    std::lock_guard<std::mutex> lock(slots_mu_);
-    --active_;
-    slots_cv_.notify_all();
-  }
+  // Under the lock: once Stop() sees active_ == 0 the daemon (and this eventfd) may be
+  // destroyed, so the handler must be done with both before it says so (found by TSan).
+  std::lock_guard<std::mutex> lock(slots_mu_);
   uint64_t one = 1;
   (void)!::write(handler_done_fd_, &one, sizeof one);
+  --active_;
+  slots_cv_.notify_all();
 }
 
 void Daemon::Reload() {

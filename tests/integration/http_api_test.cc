@@ -390,10 +390,11 @@ TEST(HttpApiLimits, Item27_UniqueParameterChurnDoesNotGrowMemory) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const long rss_warm = d.process().RssKb();
   const int fds_warm = d.process().FdCount();
-  for (int i = 300; i < 2300; ++i) ASSERT_EQ(client.Post("/v1/chat/completions", request(i)), 200) << i;
+  const int churn = UnderSanitizer() ? 300 : 2000;  // under ASan: the code paths, not the memory
+  for (int i = 300; i < 300 + churn; ++i) ASSERT_EQ(client.Post("/v1/chat/completions", request(i)), 200) << i;
   const long growth_kb = d.process().RssKb() - rss_warm;
-  std::printf("RSS after 300 requests %ld KiB, growth over the next 2000: %ld KiB\n", rss_warm, growth_kb);
-  EXPECT_LT(growth_kb, 16 * 1024) << "2000 distinct parameter sets, no cache growth";
+  std::printf("RSS after 300 requests %ld KiB, growth over the next %d: %ld KiB\n", rss_warm, churn, growth_kb);
+  if (!UnderSanitizer()) EXPECT_LT(growth_kb, 16 * 1024) << "2000 distinct parameter sets, no cache growth";
   // The last request's event descriptor may still be closing on the engine thread.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_LE(d.process().FdCount(), fds_warm);

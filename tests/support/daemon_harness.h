@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -47,6 +48,10 @@ inline long ProcessRssKb(pid_t pid) {
   }
   return -1;
 }
+
+// True when scripts/sanitize runs the suite: RSS then measures ASan's shadow memory and
+// quarantine, and timings its slowdown, so bounds on those are checked by the plain run only.
+inline bool UnderSanitizer() { return std::getenv("LLMD_SANITIZER") != nullptr; }
 
 inline std::string MakeTempDir() {
   char tmpl[] = "/tmp/llmd_it_XXXXXX";

@@ -3,6 +3,7 @@
 #ifndef LLMD_TESTS_SUPPORT_HTTP_HARNESS_H_
 #define LLMD_TESTS_SUPPORT_HTTP_HARNESS_H_
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -22,7 +23,7 @@ struct HttpReply {
 // Runs curl with `args` (already shell-quoted) and `body` as the request body, if any.
 inline HttpReply Curl(const std::string& dir, const std::string& args, const std::string& body = "",
                       int max_seconds = 60) {
-  static int counter = 0;
+  static std::atomic<int> counter{0};  // tests call curl from several threads at once
   const std::string stem = dir + "/curl" + std::to_string(++counter);
   std::string cmd = "curl -s -i --max-time " + std::to_string(max_seconds) + " " + args;
   if (!body.empty() || args.find("-X POST") != std::string::npos) {
