@@ -19,6 +19,7 @@ struct DaemonConfig {
   std::string model_name;            // the first model's name; empty: its file name
   std::vector<std::pair<std::string, std::string>> extra_models;  // name, path ("models")
   uint64_t memory_budget_mb = 0;     // 0: the memory available at startup
+  uint64_t memory_floor_mb = 64;     // refuse new work below this much available memory; 0: never
   std::string cpu_affinity = "auto"; // "auto" (fast cores on big.LITTLE), "none", or a CPU list
   // Guard cascade: the named model classifies every answer (when on) before it is sent.
   std::string guard_model;           // empty: no cascade

@@ -16,6 +16,17 @@
 namespace llmd::daemon {
 namespace {
 
+// The lines a client can cause (a bad frame, a dropped connection, a denied shutdown) share
+// one budget of 20 a second, so a flood of bad requests cannot flood the journal (robustness
+// item 48g); what was dropped is counted in the next line that gets through.
+void LogClientEvent(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
+  static LogRateLimiter limiter(50);
+  long suppressed = 0;
+  if (!limiter.Allow(&suppressed)) return;
+  if (suppressed > 0) Log(LogLevel::kWarn, "client_lines_suppressed", {{"lines", std::to_string(suppressed)}});
+  Log(level, event, fields);
+}
+
 using proto::ErrorCode;
 using proto::Request;
 using proto::Response;
@@ -77,7 +88,7 @@ Response HealthResponse(const ServerContext& ctx) {
 template <typename SendFn>
 bool Shutdown(const transport::PeerCred& peer, ServerContext& ctx, SendFn send) {
   if (!transport::AccessPolicy::MayAdminister(peer)) {
-    Log(LogLevel::kWarn, "shutdown_denied", {{"uid", std::to_string(peer.uid)}});
+    LogClientEvent(LogLevel::kWarn, "shutdown_denied", {{"uid", std::to_string(peer.uid)}});
     return send(Response::Error(ErrorCode::kPermissionDenied, "only root may shut the daemon down"));
   }
   Log(LogLevel::kInfo, "shutdown_requested", {{"uid", std::to_string(peer.uid)}});
@@ -104,7 +115,7 @@ class Handler {
         Send(Response::Error(ErrorCode::kInvalidPrompt, r.error.message()));
       }
       if (r.outcome != O::kClosed && r.outcome != O::kStopped) {
-        Log(LogLevel::kInfo, "connection_closed",
+        LogClientEvent(LogLevel::kInfo, "connection_closed",
             {{"uid", std::to_string(peer_.uid)}, {"reason", std::string(transport::OutcomeName(r.outcome))},
              {"detail", r.error.message()}});
       }
@@ -119,7 +130,7 @@ class Handler {
     }
     Status s = conn_.WriteFrame(EncodeBounded(r), static_cast<int>(config_->write_timeout_ms));
     if (!s.ok()) {
-      Log(LogLevel::kInfo, "write_failed", {{"uid", std::to_string(peer_.uid)}, {"reason", s.message()}});
+      LogClientEvent(LogLevel::kInfo, "write_failed", {{"uid", std::to_string(peer_.uid)}, {"reason", s.message()}});
     }
     return s.ok();
   }
@@ -270,7 +281,7 @@ class Handler {
       ::poll(fds, 2, 100);
       if (fds[1].revents & (POLLHUP | POLLERR)) {  // the peer is gone: stop generating
         channel.Cancel();
-        Log(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
+        LogClientEvent(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
         Drain(channel);
         return AwaitEnd::kClosed;
       }

@@ -143,6 +143,7 @@ Status Daemon::Start() {
   uint64_t used_mib = 0;
   ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
   rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
+  memory_guard_ = std::make_unique<sched::MemoryGuard>(c.memory_floor_mb << 20);
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
   ctx_.rate_limiter = rate_limiter_.get();
   // HTTP first, so /health can say "loading" while the models load.
@@ -172,6 +173,7 @@ Status Daemon::Start() {
     }
     auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
     worker->set_max_sessions(c.max_sessions);
+    worker->set_memory_guard(memory_guard_.get());
     ctx_.workers.emplace_back(name, worker.get());
     workers_.emplace_back(name, std::move(worker));
   }
@@ -212,6 +214,11 @@ int Daemon::Run() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
   const int64_t watchdog_ms = WatchdogIntervalMs();
+  if (watchdog_ms > 0) {
+    // An idle engine thread must show life well within the half-interval checked below.
+    const auto beat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
+    for (auto& [name, w] : workers_) w->set_idle_heartbeat(beat);
+  }
   while (!ctx_.shutdown_requested.load()) {
     timespec tick{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&set, nullptr, &tick);

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "daemon/http_frontend.h"
+#include "sched/memory_guard.h"
 #include "sched/server_context.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
@@ -50,6 +51,7 @@ class Daemon {
   sched::ServerContext ctx_;
   std::unique_ptr<transport::AccessPolicy> policy_;
   std::unique_ptr<sched::RateLimiter> rate_limiter_;
+  std::unique_ptr<sched::MemoryGuard> memory_guard_;  // before workers_: outlives them
   std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
   std::unique_ptr<HttpFrontend> http_;  // after workers_: destroyed (stopped) before them

@@ -86,6 +86,7 @@ EngineWorker::~EngineWorker() {
 }
 
 Status EngineWorker::Submit(Job job) {
+  if (memory_guard_ != nullptr) LLMD_RETURN_IF_ERROR(memory_guard_->Check());
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return UnavailableError("the daemon is shutting down");
   if (queue_.size() >= queue_depth_) {
@@ -162,7 +163,7 @@ void EngineWorker::Run() {
       }
       // Idle: wake now and then so the watchdog sees a live thread.
       while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
-        cv_.wait_for(lock, std::chrono::seconds(1));
+        cv_.wait_for(lock, std::chrono::milliseconds(idle_wake_ms_.load()));
         last_progress_ms_ = NowMs();
       }
       // Waking from idle after serving several requests at once: those clients tend to send

@@ -28,6 +28,7 @@
 
 #include "chat/prompt_pieces.h"
 #include "engine/engine.h"
+#include "sched/memory_guard.h"
 #include "sched/metrics.h"
 
 namespace llmd::sched {
@@ -114,6 +115,11 @@ class EngineWorker {
   // `batch_tokens` bounds the tokens of one decode step.
   Status Submit(Job job);
 
+  // How often an idle engine thread shows it is alive (default 1 s); a watchdog whose
+  // interval is shorter needs it more often.
+  void set_idle_heartbeat(std::chrono::milliseconds period) { idle_wake_ms_ = period.count(); }
+  // Consulted before queueing each job; may be null (the default).
+  void set_memory_guard(MemoryGuard* guard) { memory_guard_ = guard; }
   // Chat sessions kept at most (least recently used ones are dropped first).
   void set_max_sessions(size_t n) { max_sessions_ = n; }
   // Ends a chat session; NotFound if there is none by that name.
@@ -181,12 +187,14 @@ class EngineWorker {
   size_t busy_peak_ = 0, last_peak_ = 0;    // engine thread only: most slots busy at once, now and
                                             // in the last busy period (admission window)
   std::vector<engine::DevicePlacement> placement_;  // guarded by mu_
+  MemoryGuard* memory_guard_ = nullptr;            // set before serving
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};
   std::atomic<uint64_t> fingerprint_{0};
   std::atomic<int32_t> vocab_size_{0};
   std::atomic<int64_t> last_progress_ms_{0};
+  std::atomic<int64_t> idle_wake_ms_{1000};
   std::thread thread_;
 };
 

@@ -1,4 +1,5 @@
-// Who may talk to llmd, and how much: robustness-tests.md items 13, 14, 16, 17, 20, 21, 22.
+// Who may talk to llmd, and how much: robustness-tests.md items 13, 14, 16, 17, 20, 21, 22
+// and 48g.
 // Peers with another UID are real processes that drop to nobody (65534).
 #include <gtest/gtest.h>
 
@@ -203,6 +204,32 @@ TEST(DaemonAccess, Items21_22_RateLimitIsPerUidAndSurvivesReconnects) {
     return 0;
   });
   EXPECT_EQ(rc, 0);
+}
+
+// 48g: thousands of connections that each send an oversized frame get their error and close,
+// but the journal gets a bounded number of lines, and says how many it dropped.
+TEST(DaemonAccess, Item48g_AFloodOfBadRequestsDoesNotFloodTheLog) {
+  DaemonProcess d({"--rate-limit", "1000000"});
+  ASSERT_TRUE(d.ready());
+  const std::string oversized("\x00\x10\x00\x01", 4);  // a 1 MiB frame: refused before reading it
+  const int kFlood = 5000;
+  const auto start = std::chrono::steady_clock::now();
+  int answered = 0;
+  for (int i = 0; i < kFlood; ++i) {
+    RawConn c(d.socket());
+    ASSERT_TRUE(c.connected()) << i;
+    c.Write(oversized);
+    auto r = c.Receive();
+    answered += r.has_value() && r->type == Response::Type::kError;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(answered, kFlood) << "each bad client still gets its error";
+  ASSERT_TRUE(d.WaitForLog("client_lines_suppressed", std::chrono::seconds(5))) << "the drop is reported";
+  const size_t lines = d.CountLog("connection_closed");
+  std::printf("%d bad frames in %.1f s: %zu connection_closed lines\n", kFlood, seconds, lines);
+  EXPECT_LE(static_cast<double>(lines), 20 * seconds + 20) << "at most 20 client lines a second";
+  LlmClient client(d.socket());
+  EXPECT_TRUE(client.HealthCheck().has_value()) << "and the daemon serves on";
 }
 
 }  // namespace

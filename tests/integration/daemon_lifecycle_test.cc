@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -343,6 +344,47 @@ class NotifySocket {
   int fd_;
 };
 
+// 48c: the disk fills up (a 64 KiB tmpfs as the session directory): saving says "session not
+// saved", the previous file is intact, and the daemon keeps serving.
+TEST(DaemonSessions, Item48c_ADiskFullSaveFailsCleanlyAndKeepsTheOldFile) {
+  const std::string parent = MakeTempDir();
+  const std::string dir = parent + "/state";
+  fs::create_directory(dir);
+  if (std::system(("mount -t tmpfs -o size=64k tmpfs " + dir + " 2>/dev/null").c_str()) != 0) {
+    fs::remove_all(parent);
+    GTEST_SKIP() << "mounting a small tmpfs needs root (CAP_SYS_ADMIN); SessionFile.AtomicWriteKeepsTheOldFileOnFailure "
+                    "covers the write path at the unit level";
+  }
+  GenerateOptions o;
+  o.max_tokens = 6;
+  o.temperature = 0.0f;
+  bool served_after = false;
+  std::string before, after, message;
+  {
+    DaemonProcess d({"--session-dir", dir});
+    ASSERT_TRUE(d.ready());
+    LlmClient c(d.socket());
+    ASSERT_TRUE(c.Chat("trip", "Plan a trip to the sea.", o, nullptr).has_value());
+    ASSERT_FALSE(c.SaveSession("trip").has_value());
+    before = ReadAll(dir + "/trip.llmds");
+    // Fill the disk, then save the longer conversation.
+    (void)!std::system(("dd if=/dev/zero of=" + dir + "/filler bs=4k count=64 2>/dev/null").c_str());
+    ASSERT_TRUE(c.Chat("trip", "And the way back?", o, nullptr).has_value());
+    auto failed = c.SaveSession("trip");
+    ASSERT_TRUE(failed.has_value()) << "a full disk cannot take the file";
+    message = failed->message;
+    after = ReadAll(dir + "/trip.llmds");
+    served_after = c.Generate("Still there?", 4).has_value();
+  }
+  (void)!std::system(("umount " + dir).c_str());
+  fs::remove_all(parent);
+  EXPECT_NE(message.find("session not saved"), std::string::npos) << message;
+  EXPECT_NE(message.find("No space left on device"), std::string::npos) << message;
+  EXPECT_FALSE(before.empty());
+  EXPECT_EQ(after, before) << "the old session file is intact";
+  EXPECT_TRUE(served_after) << "the daemon keeps serving";
+}
+
 // Starts llmd under a systemd-like environment: NOTIFY_SOCKET, WATCHDOG_USEC and, when
 // `listen_fd` >= 0, that socket passed as LISTEN_FDS.
 pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int listen_fd,
@@ -451,6 +493,73 @@ TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   EXPECT_EQ(r->type, proto::Response::Type::kHealth);
   EXPECT_FALSE(own_socket) << "the passed socket is used, none is created";
   EXPECT_TRUE(fs::exists(path)) << "systemd's socket is systemd's to remove";
+  fs::remove_all(dir);
+}
+
+// 48f: systemd holds the socket while the service crash-loops (killed 25 times in a few seconds).
+// Clients that connect meanwhile are never refused: each either waits in the socket's
+// backlog and is served by the instance that stays up, or, if a dying instance had accepted
+// it, sees a clean end of stream. None hangs. (The unit's StartLimit*/TriggerLimit* settings
+// are systemd's to apply; the packaging test verifies the units.)
+TEST(DaemonLifecycle, Item48f_ACrashLoopUnderSocketActivationNeverRefusesAClient) {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/activated.sock";
+  int fd = ListenUnix(path, 128);
+  ASSERT_GE(fd, 0);
+  const std::vector<std::string> args = {"--model", TinyModelPath(), "--threads", "1", "--socket", dir + "/own.sock"};
+  std::vector<std::unique_ptr<RawConn>> clients;
+  int refused = 0;
+  auto connect_one = [&] {
+    clients.push_back(std::make_unique<RawConn>(path));
+    if (!clients.back()->connected() || !clients.back()->Send(HealthRequest())) ++refused;
+  };
+  NotifySocket notify(dir + "/notify");
+  const auto loop_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 25; ++i) {
+    pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd, args);
+    connect_one();
+    if (i % 8 == 4) {
+      // Now and then the crash comes after startup, in the middle of a generation.
+      std::string got;
+      for (int t = 0; t < 40 && got.find("READY=1") == std::string::npos; ++t) got += notify.Drain(250);
+      clients.push_back(std::make_unique<RawConn>(path));
+      clients.back()->Send(GenerateRequest("Write a long story.", 2000, false));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 + (i * 37) % 60));
+    }
+    connect_one();
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  const double loop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+  RawConn late(path);  // between the last crash and the instance that stays up
+  ASSERT_TRUE(late.connected());
+  ASSERT_TRUE(late.Send(HealthRequest()));
+  pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd, args);
+  ::close(fd);
+  auto late_reply = late.Receive(30000);
+  int served = 0, ended = 0, hung = 0;
+  for (auto& c : clients) {
+    pollfd p{c->fd(), POLLIN, 0};
+    if (::poll(&p, 1, 30000) != 1) {
+      ++hung;
+      continue;
+    }
+    auto r = c->Receive(1000);
+    (r.has_value() && r->type == proto::Response::Type::kHealth ? served : ended)++;
+  }
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+  std::printf("25 crashes in %.1f s; %zu clients: %d served, %d clean ends, %d refused, %d hung\n", loop_s,
+              clients.size(), served, ended, refused, hung);
+  EXPECT_EQ(refused, 0) << "connections queue on systemd's socket, never ECONNREFUSED";
+  EXPECT_EQ(hung, 0);
+  EXPECT_GT(served, 0) << "backlogged clients are served by the instance that stays up";
+  EXPECT_GT(ended, 0) << "a client whose instance died mid-generation sees the end of the stream";
+  ASSERT_TRUE(late_reply.has_value()) << ReadAll(dir + "/log");
+  EXPECT_EQ(late_reply->type, proto::Response::Type::kHealth);
+  EXPECT_TRUE(fs::exists(path)) << "no crash removed systemd's socket";
   fs::remove_all(dir);
 }
 

@@ -11,10 +11,21 @@
 #include <nlohmann/json.hpp>
 
 #include "llmd/client.h"
+#include "tools/llmctl/terminal_text.h"
 
 namespace {
 
 using llmd::ClientError;
+
+// Model text goes out as generated, except to a terminal, where control characters and
+// escape sequences are shown, not obeyed (unless --raw).
+bool g_escape_controls = false;
+
+void Show(std::string_view text) {
+  const std::string safe = g_escape_controls ? llmd::llmctl::TerminalSafe(text) : std::string(text);
+  std::fwrite(safe.data(), 1, safe.size(), stdout);
+  std::fflush(stdout);
+}
 
 // Exit codes scripts can rely on.
 enum Exit { kOk = 0, kServerError = 1, kUsage = 2, kConnectionFailed = 3, kTimeout = 4, kIoError = 5 };
@@ -55,6 +66,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-ms", timeout_ms, "Give up when llmd sends nothing for this long")
       ->check(CLI::Range(1, 3600000))->capture_default_str();
   app.add_flag("--json", json, "Print one JSON object instead of text");
+  bool raw = false;
+  app.add_flag("--raw", raw, "Write model text to a terminal as is (default: control characters are shown escaped)");
 
   auto* gen = app.add_subcommand("generate", "Generate a reply, streamed to the terminal");
   std::string prompt;
@@ -86,6 +99,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? kOk : kUsage;
   }
 
+  g_escape_controls = !raw && ::isatty(1);
   llmd::LlmClient client(socket, std::chrono::milliseconds(timeout_ms));
   if (*gen) {
     if (gen->count("--max-tokens")) options.max_tokens = max_tokens;
@@ -95,10 +109,7 @@ int main(int argc, char** argv) {
     if (gen->count("--top-k")) options.top_k = top_k;
     if (gen->count("--seed")) options.seed = seed;
     auto r = client.GenerateStream(prompt, options, [&](std::string_view text) {
-      if (!json) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-      }
+      if (!json) Show(text);
       return true;
     });
     if (!r.has_value()) {
@@ -151,9 +162,8 @@ int main(int argc, char** argv) {
         std::printf("(new conversation)\n");
         continue;
       }
-      auto r = client.Chat(session, line, co, [](std::string_view text) {
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
+      auto r = client.Chat(session, line, co, [&](std::string_view text) {
+        Show(text);
         return true;
       });
       std::printf("\n");
