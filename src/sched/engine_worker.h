@@ -15,6 +15,7 @@
 #define LLMD_SCHED_ENGINE_WORKER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
