@@ -117,14 +117,18 @@ class RpcServer {
   pid_t pid_ = -1;
 };
 
+// A greedy, streamed generation of `max_tokens` on the daemon at `socket`.
+auto Greedy(const std::string& socket, uint32_t max_tokens) {
+  GenerateOptions o;
+  o.max_tokens = max_tokens;
+  o.temperature = 0.0f;
+  return LlmClient(socket).GenerateStream("Tell me about rivers", o, nullptr);
+}
+
 std::string GreedyText(const std::vector<std::string>& extra) {
   DaemonProcess d(extra);
   if (!d.ready()) return "(not ready: " + d.log() + ")";
-  LlmClient client(d.socket());
-  GenerateOptions o;
-  o.max_tokens = 24;
-  o.temperature = 0.0f;
-  auto g = client.GenerateStream("Tell me about rivers", o, nullptr);
+  auto g = Greedy(d.socket(), 24);
   return g.has_value() ? g->text : "(error: " + g.error().ToString() + ")";
 }
 
@@ -157,11 +161,7 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
     // The weights now live in the two servers' memory.
     a_loaded = a.RssKb() - a_before;
     b_loaded = b.RssKb() - b_before;
-    LlmClient client(d.socket());
-    GenerateOptions o;
-    o.max_tokens = 24;
-    o.temperature = 0.0f;
-    auto g = client.GenerateStream("Tell me about rivers", o, nullptr);
+    auto g = Greedy(d.socket(), 24);
     ASSERT_TRUE(g.has_value()) << g.error().ToString();
     split = g->text;
     // The planner's split (equal free memory: both layers on RPC0, the head on RPC1) is
@@ -173,7 +173,7 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
     EXPECT_EQ(PlacementOf(d.log(), "RPC0")["layers"], "2");
     EXPECT_EQ(PlacementOf(d.log(), "RPC1")["output"], "yes");
     // HealthCheck's npu_core names the main device in use: RPC0, after the CPU in ggml's list.
-    auto health = client.HealthCheck();
+    auto health = LlmClient(d.socket()).HealthCheck();
     ASSERT_TRUE(health.has_value());
     EXPECT_EQ(health->npu_core, 1);
   }
@@ -202,11 +202,7 @@ TEST(DaemonRpc, ThePlannersSplitIsTheOneLlamaCppUses) {
   {
     DaemonProcess d(split_args, Qwen06bQ4Path());
     ASSERT_TRUE(d.ready()) << d.log();
-    LlmClient client(d.socket());
-    GenerateOptions o;
-    o.max_tokens = 8;
-    o.temperature = 0.0f;
-    auto g = client.GenerateStream("Tell me about rivers", o, nullptr);
+    auto g = Greedy(d.socket(), 8);
     ASSERT_TRUE(g.has_value()) << g.error().ToString();
     split = g->text;
     log = d.log();
