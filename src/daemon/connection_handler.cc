@@ -472,6 +472,13 @@ bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, Serve
   auto r = conn.ReadFrame(0, 0, nullptr);  // what has arrived; never wait here
   using O = FrameConnection::Outcome;
   if (r.outcome == O::kIdleTimeout || r.outcome == O::kFrameTimeout) return false;  // not yet
+  if (r.outcome == O::kProtocolError) {  // as a handler would: say why, log, close
+    (void)conn.WriteFrame(proto::EncodeResponse(Response::Error(ErrorCode::kInvalidPrompt, r.error.message())),
+                          static_cast<int>(ctx.config()->write_timeout_ms));
+    LogClientEvent(LogLevel::kInfo, "connection_closed",
+                   {{"uid", std::to_string(peer.uid)}, {"reason", "protocol_error"}, {"detail", r.error.message()}});
+    return true;
+  }
   if (r.outcome != O::kFrame) return true;          // closed, broken or too slow
   auto req = proto::DecodeRequest(r.payload);
   const int write_ms = static_cast<int>(ctx.config()->write_timeout_ms);
@@ -495,7 +502,9 @@ bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, Serve
 void RefuseBusy(FrameConnection& conn, const std::string& why) {
   // Only what already arrived: never wait on a connection we are refusing.
   auto r = conn.ReadFrame(0, 0, nullptr);
-  if (r.outcome == FrameConnection::Outcome::kFrame) {
+  if (r.outcome == FrameConnection::Outcome::kProtocolError) {  // its frame is the problem, not our load
+    (void)conn.WriteFrame(proto::EncodeResponse(Response::Error(ErrorCode::kInvalidPrompt, r.error.message())), 100);
+  } else if (r.outcome == FrameConnection::Outcome::kFrame) {
     auto req = proto::DecodeRequest(r.payload);
     bool seed = !req.has_value() || req->is_seed_request();
     (void)conn.WriteFrame(proto::EncodeResponse(Response::Error(
