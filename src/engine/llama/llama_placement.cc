@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/llama/llama_engine.h"
 // llama.cpp's staging API: the per-buffer memory breakdown of a context (what
 // llama-server's memory table prints). Used read-only, after loading.
 #include "llama-ext.h"
@@ -42,9 +43,7 @@ Result<ggml_backend_dev_t> DeviceByName(const std::string& name) {
 
 std::string JoinDeviceNames() {
   std::string all;
-  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
-    all += (all.empty() ? "" : ", ") + std::string(ggml_backend_dev_name(ggml_backend_dev_get(i)));
-  }
+  for (const auto& name : ListLlamaDevices()) all += (all.empty() ? "" : ", ") + name;
   return all;
 }
 
