@@ -86,6 +86,7 @@ class RpcServer {
     ::close(probe);
     pid_ = ::fork();
     if (pid_ == 0) {
+      DieWithParent();
       int devnull = ::open("/dev/null", O_WRONLY);
       ::dup2(devnull, 1);
       ::dup2(devnull, 2);

@@ -392,6 +392,7 @@ pid_t StartUnderSystemd(const std::string& dir, const std::string& notify, int l
   if (args.empty()) args = {"--model", TinyModelPath(), "--socket", dir + "/own.sock"};
   pid_t pid = ::fork();
   if (pid == 0) {
+    DieWithParent();
     int log = ::open((dir + "/log").c_str(), O_WRONLY | O_CREAT, 0644);
     ::dup2(log, 1);  // never hold ctest's output pipe open
     ::dup2(log, 2);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -53,6 +54,10 @@ inline long ProcessRssKb(pid_t pid) {
 // quarantine, and timings its slowdown, so bounds on those are checked by the plain run only.
 inline bool UnderSanitizer() { return std::getenv("LLMD_SANITIZER") != nullptr; }
 
+// In a forked child: die with the test. When ctest kills a timed-out test, its daemons and
+// servers would otherwise live on and hold the machine.
+inline void DieWithParent() { ::prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
 inline std::string MakeTempDir() {
   char tmpl[] = "/tmp/llmd_it_XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
@@ -88,6 +93,7 @@ class DaemonProcess {
   void Start(const std::vector<std::string>& args) {
     pid_ = ::fork();
     if (pid_ == 0) {
+      DieWithParent();
       int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       ::dup2(fd, 2);
       ::dup2(fd, 1);
