@@ -32,15 +32,38 @@ enum class StatusCode : uint8_t {
 // Returns a stable lower_snake name for `code`, e.g. "invalid_argument".
 std::string_view StatusCodeName(StatusCode code);
 
+// Why an error happened, where a protocol must tell cases of one code apart (a context
+// overflow from another bad prompt, a rate limit from a full queue). Each protocol maps
+// (code, reason) to its own codes in one table; nothing inspects message text.
+enum class ErrorReason : uint8_t {
+  kNone = 0,
+  kPromptTooLong,      // the prompt does not fit the context (InvalidArgument)
+  kRateLimited,        // the caller's token bucket is empty (ResourceExhausted)
+  kQueueFull,          // the request queue or the connection cap is full (ResourceExhausted)
+  kRefusedByGuard,     // the guard model judged the answer unsafe (InvalidArgument)
+  kSessionNotSaved,    // a session file could not be written (Unavailable)
+  kBadSessionFile,     // a session file is malformed, foreign or old (Corruption)
+  kShuttingDown,       // the daemon is stopping (Unavailable)
+  kModelLoading,       // the models are still loading (Unavailable)
+  kUnknownModel,       // a request named a model that is not loaded (NotFound)
+};
+
+// A stable lower_snake name for `reason`, e.g. "prompt_too_long"; "" for kNone.
+std::string_view ErrorReasonName(ErrorReason reason);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message, ErrorReason reason = ErrorReason::kNone)
+      : code_(code), reason_(reason), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
+  ErrorReason reason() const { return reason_; }
+  // The same error with `reason` attached.
+  Status WithReason(ErrorReason reason) const { return Status(code_, message_, reason); }
   const std::string& message() const { return message_; }
 
   // "invalid_argument: prompt is empty", or "ok".
@@ -50,11 +73,12 @@ class [[nodiscard]] Status {
   Status WithContext(std::string_view context) const;
 
   friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.reason_ == b.reason_ && a.message_ == b.message_;
   }
 
  private:
   StatusCode code_ = StatusCode::kOk;
+  ErrorReason reason_ = ErrorReason::kNone;
   std::string message_;
 };
 

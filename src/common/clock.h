@@ -2,6 +2,7 @@
 #ifndef LLMD_COMMON_CLOCK_H_
 #define LLMD_COMMON_CLOCK_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -27,14 +28,14 @@ class RealClock final : public Clock {
   }
 };
 
-// A clock tests move by hand.
+// A clock tests move by hand. Thread-safe: a test thread may move it while a worker reads it.
 class ManualClock final : public Clock {
  public:
-  int64_t NowMs() const override { return now_ms_; }
+  int64_t NowMs() const override { return now_ms_.load(); }
   void Advance(int64_t ms) { now_ms_ += ms; }
 
  private:
-  int64_t now_ms_ = 1000;
+  std::atomic<int64_t> now_ms_{1000};
 };
 
 }  // namespace llmd

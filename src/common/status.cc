@@ -18,6 +18,22 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+std::string_view ErrorReasonName(ErrorReason reason) {
+  switch (reason) {
+    case ErrorReason::kNone: return "";
+    case ErrorReason::kPromptTooLong: return "prompt_too_long";
+    case ErrorReason::kRateLimited: return "rate_limited";
+    case ErrorReason::kQueueFull: return "queue_full";
+    case ErrorReason::kRefusedByGuard: return "refused_by_guard";
+    case ErrorReason::kSessionNotSaved: return "session_not_saved";
+    case ErrorReason::kBadSessionFile: return "bad_session_file";
+    case ErrorReason::kShuttingDown: return "shutting_down";
+    case ErrorReason::kModelLoading: return "model_loading";
+    case ErrorReason::kUnknownModel: return "unknown_model";
+  }
+  return "unknown";
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   std::string out(StatusCodeName(code_));
@@ -31,7 +47,7 @@ Status Status::WithContext(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += message_;
-  return Status(code_, std::move(msg));
+  return Status(code_, std::move(msg), reason_);
 }
 
 }  // namespace llmd

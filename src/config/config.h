@@ -58,7 +58,12 @@ struct DaemonConfig {
   uint32_t write_timeout_ms = 10000; // for a peer to accept a frame we send
   uint32_t request_timeout_ms = 300000;  // a whole generation
   uint32_t queue_depth = 16;         // requests waiting for the engine
+  // After a busy period that served several requests at once, how long an idle engine waits
+  // for the rest of a new burst so its requests share their first prefill step.
+  uint32_t admission_window_ms = 10;
   uint32_t max_sessions = 64;        // chat sessions kept (least recently used dropped first)
+  // Host memory for recurrent-state checkpoints of a hybrid model (prefix reuse), all slots.
+  uint32_t checkpoint_budget_mb = 256;
   std::string session_dir;           // where SaveSession writes; empty: saving is off
 
   std::string log_level = "info";    // debug, info, warn, error

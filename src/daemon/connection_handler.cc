@@ -10,7 +10,8 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "format/session_file.h"
-#include "sched/guard.h"
+#include "daemon/native_errors.h"
+#include "sched/request_runner.h"
 #include "transport/frame_connection.h"
 
 namespace llmd::daemon {
@@ -58,12 +59,13 @@ std::string OutcomeOf(const Response& r) {
   }
 }
 
-std::string RateLimitedMessage(int64_t wait_ms) {
-  return "rate limited, retry after " + std::to_string(wait_ms) + " ms";
+Status RateLimited(int64_t wait_ms) {
+  return ResourceExhaustedError("rate limited, retry after " + std::to_string(wait_ms) + " ms")
+      .WithReason(ErrorReason::kRateLimited);
 }
 
 Response StatsResponse(const ServerContext& ctx) {
-  sched::WorkerStats w = ctx.worker->stats();
+  sched::WorkerStats w = ctx.WorkerFor(std::nullopt)->stats();
   Response r;
   r.type = Response::Type::kServerStats;
   r.server_stats = {w.requests, static_cast<uint32_t>(std::min<uint64_t>(w.generated_tokens, UINT32_MAX)),
@@ -74,7 +76,8 @@ Response StatsResponse(const ServerContext& ctx) {
 }
 
 Response HealthResponse(const ServerContext& ctx) {
-  sched::HealthSnapshot h = ctx.worker->health();
+  sched::EngineWorker* worker = ctx.WorkerFor(std::nullopt);
+  sched::HealthSnapshot h = worker != nullptr ? worker->health() : sched::HealthSnapshot{};
   Response r;
   r.type = Response::Type::kHealth;
   r.model_loaded = h.model_loaded;
@@ -92,7 +95,7 @@ bool Shutdown(const transport::PeerCred& peer, ServerContext& ctx, SendFn send) 
     return send(Response::Error(ErrorCode::kPermissionDenied, "only root may shut the daemon down"));
   }
   Log(LogLevel::kInfo, "shutdown_requested", {{"uid", std::to_string(peer.uid)}});
-  ctx.shutdown_requested.store(true);
+  ctx.RequestShutdown();
   return false;
 }
 
@@ -102,9 +105,9 @@ class Handler {
       : conn_(conn), peer_(peer), ctx_(ctx), config_(ctx.config()) {}
 
   void Serve() {
-    while (!ctx_.stopping.load()) {
+    while (!ctx_.stopping()) {
       auto r = conn_.ReadFrame(static_cast<int>(config_->idle_timeout_ms),
-                               static_cast<int>(config_->frame_timeout_ms), &ctx_.stopping);
+                               static_cast<int>(config_->frame_timeout_ms), ctx_.stopping_flag());
       using O = FrameConnection::Outcome;
       if (r.outcome == O::kFrame) {
         if (!Handle(r.payload)) return;
@@ -150,8 +153,8 @@ class Handler {
     }
     Request& req = *decoded;
     const bool seed = req.is_seed_request();
-    if (int64_t wait_ms = ctx_.rate_limiter->Acquire(peer_.uid); wait_ms > 0) {
-      return SendError(ResourceExhaustedError(RateLimitedMessage(wait_ms)), seed);
+    if (int64_t wait_ms = ctx_.rate_limiter().Acquire(peer_.uid); wait_ms > 0) {
+      return SendError(RateLimited(wait_ms), seed);
     }
     switch (req.type) {
       case Request::Type::kHealthCheck:
@@ -163,12 +166,12 @@ class Handler {
       case Request::Type::kChat: {
         outcome_.clear();
         const bool keep = Generate(req);
-        ctx_.requests.Count("native", outcome_.empty() ? "client_gone" : outcome_);
+        ctx_.requests().Count("native", outcome_.empty() ? "client_gone" : outcome_);
         return keep;
       }
       case Request::Type::kEndSession: {
         Status s = NotFoundError("no chat session '" + req.session + "'");
-        for (const auto& [name, w] : ctx_.workers) {
+        for (const auto& [name, w] : ctx_.models()) {
           if (s.ok()) break;
           s = w->EndSession(req.session);
         }
@@ -191,7 +194,7 @@ class Handler {
       case Request::Type::kModels: {
         Response r;
         r.type = Response::Type::kModels;
-        for (const auto& [name, w] : ctx_.workers) r.models.push_back(name);
+        for (const auto& [name, w] : ctx_.models()) r.models.push_back(name);
         return Send(r);
       }
     }
@@ -209,7 +212,7 @@ class Handler {
     switch (req.type) {
       case Request::Type::kSaveSession:
         // The session lives on the model that served it; the file records which.
-        for (const auto& [name, w] : ctx_.workers) {
+        for (const auto& [name, w] : ctx_.models()) {
           auto session = w->GetSession(req.session);
           if (!session.has_value()) continue;
           format::SessionData data{std::move(session->first), std::move(session->second)};
@@ -219,7 +222,7 @@ class Handler {
       case Request::Type::kRestoreSession: {
         LLMD_ASSIGN_OR_RETURN(std::string bytes, format::ReadSmallFile(path, format::kMaxSessionFileBytes));
         Status last;
-        for (const auto& [name, w] : ctx_.workers) {
+        for (const auto& [name, w] : ctx_.models()) {
           const sched::HealthSnapshot model = w->health();
           auto data = format::DecodeSession(bytes, model.model_fingerprint, model.vocab_size);
           if (data.has_value()) {
@@ -239,10 +242,9 @@ class Handler {
   Result<sched::Job> MakeJob(const Request& req) const {
     const config::DaemonConfig& c = *config_;
     sched::Job job;
-    job.system = req.params.system.value_or(c.system_prompt);
-    job.user = req.prompt;
+    const std::string system = req.params.system.value_or(c.system_prompt);
     job.sanitize = c.content_safety_check;
-    if (job.user.empty() || std::all_of(job.user.begin(), job.user.end(), [](char ch) {
+    if (req.prompt.empty() || std::all_of(req.prompt.begin(), req.prompt.end(), [](char ch) {
           return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
         })) {
       return InvalidArgumentError("prompt is empty");
@@ -263,127 +265,44 @@ class Handler {
       if (req.session.empty() || req.session.size() > 256) {
         return InvalidArgumentError("session id must be 1..256 bytes");
       }
-      job.session = req.session;
+      job.prompt = sched::SessionTurn{req.session, system, req.prompt};
+    } else {
+      job.prompt = sched::OneShotChat{system, req.prompt};
     }
-    job.channel = std::make_shared<sched::JobChannel>();
     return job;
-  }
-
-  // Why Await stopped without a completion.
-  enum class AwaitEnd { kDone, kError, kClosed };
-
-  // Waits for a job's end, forwarding its text as Token frames when `forward`; cancels it if
-  // the peer leaves, stops reading, or the request deadline passes.
-  AwaitEnd Await(sched::JobChannel& channel, bool forward, int64_t deadline, engine::Completion* out,
-                 Status* error) {
-    while (true) {
-      pollfd fds[2] = {{channel.event_fd(), POLLIN, 0}, {conn_.fd(), 0, 0}};
-      ::poll(fds, 2, 100);
-      if (fds[1].revents & (POLLHUP | POLLERR)) {  // the peer is gone: stop generating
-        channel.Cancel();
-        LogClientEvent(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
-        Drain(channel);
-        return AwaitEnd::kClosed;
-      }
-      if (RealClock::Get().NowMs() > deadline) {
-        channel.Cancel();
-        Drain(channel);
-        *error = DeadlineExceededError("generation exceeded request_timeout_ms");
-        return AwaitEnd::kError;
-      }
-      while (auto ev = channel.TryPop()) {
-        switch (ev->type) {
-          case sched::JobEvent::Type::kText: {
-            if (!forward) break;
-            Response tok;
-            tok.type = Response::Type::kToken;
-            tok.text = std::move(ev->text);
-            if (!Send(tok)) {  // the peer stopped reading or left: cancel, free the slot
-              channel.Cancel();
-              Drain(channel);
-              return AwaitEnd::kClosed;
-            }
-            break;
-          }
-          case sched::JobEvent::Type::kError:
-            *error = ctx_.stopping.load() ? UnavailableError("the daemon is shutting down") : ev->error;
-            return AwaitEnd::kError;
-          case sched::JobEvent::Type::kDone:
-            *out = std::move(ev->completion);
-            return AwaitEnd::kDone;
-        }
-      }
-    }
   }
 
   bool Generate(const Request& req) {
     const bool seed = req.is_seed_request();
-    sched::EngineWorker* worker = ctx_.WorkerFor(req.params.model);
-    if (worker == nullptr) {
-      return SendError(InvalidArgumentError("unknown model '" + *req.params.model + "'; loaded: " + ctx_.ModelNames()), seed);
-    }
-    const bool guard = req.params.guard.value_or(!config_->guard_model.empty());
-    if (guard && ctx_.WorkerFor(config_->guard_model) == nullptr) {
-      return SendError(InvalidArgumentError("the guard cascade needs guard_model to name a loaded model"), seed);
-    }
     auto job = MakeJob(req);
     if (!job.has_value()) return SendError(job.error(), seed);
-    auto channel = job->channel;
-    const bool stream = job->stream;
     if (config_->log_text) Log(LogLevel::kDebug, "prompt", {{"text", req.prompt}});
-    if (Status s = worker->Submit(std::move(*job)); !s.ok()) return SendError(s, seed);
-
-    const int64_t deadline = RealClock::Get().NowMs() + config_->request_timeout_ms;
-    engine::Completion answer;
-    Status error;
-    // With the guard on, nothing is shown before its verdict.
-    switch (Await(*channel, stream && !guard, deadline, &answer, &error)) {
-      case AwaitEnd::kClosed: return false;
-      case AwaitEnd::kError:
-        if (ctx_.stopping.load()) {
-          SendError(error, seed);
-          return false;
-        }
-        return SendError(error, seed);
-      case AwaitEnd::kDone: break;
-    }
-    double guard_ms = 0;
-    if (guard && answer.stats.finish_reason != engine::FinishReason::kCancelled) {
-      auto verdict = Classify(req.prompt, answer.text, deadline, &guard_ms);
-      if (!verdict.has_value()) {
-        if (verdict.error().code() == StatusCode::kCancelled) return false;  // peer gone
-        return SendError(verdict.error(), seed);
+    sched::RunRequest run;
+    run.job = std::move(*job);
+    run.model = req.params.model;
+    run.guard = req.params.guard.value_or(!config_->guard_model.empty());
+    run.guarded_prompt = req.prompt;
+    run.peer_fd = conn_.fd();
+    run.timeout_ms = config_->request_timeout_ms;
+    const bool stream = run.job.stream;
+    run.on_text = [this](std::string_view text) {
+      Response tok;
+      tok.type = Response::Type::kToken;
+      tok.text = std::string(text);
+      return Send(tok);
+    };
+    sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+    switch (outcome.kind) {
+      case sched::RunOutcome::Kind::kPeerGone:
+        LogClientEvent(LogLevel::kInfo, "client_gone", {{"uid", std::to_string(peer_.uid)}});
+        return false;
+      case sched::RunOutcome::Kind::kError: {
+        const bool keep = SendError(outcome.error, seed);
+        return keep && outcome.error.reason() != ErrorReason::kShuttingDown;
       }
-      if (!verdict->empty()) return SendError(Status(StatusCode::kInvalidArgument, *verdict), seed);
-      if (stream && !answer.text.empty()) {
-        Response tok;
-        tok.type = Response::Type::kToken;
-        tok.text = answer.text;
-        if (!Send(tok)) return false;
-      }
+      case sched::RunOutcome::Kind::kDone: break;
     }
-    return Finish(answer, stream, seed, guard_ms);
-  }
-
-  // Runs the guard model on the exchange. Returns "" when the answer may be shown, else the
-  // refusal message; Cancelled when the peer left meanwhile.
-  Result<std::string> Classify(const std::string& prompt, const std::string& answer, int64_t deadline,
-                               double* guard_ms) {
-    const int64_t start = RealClock::Get().NowMs();
-    sched::Job job = sched::GuardJob(*config_, prompt, answer);
-    auto channel = job.channel;
-    LLMD_RETURN_IF_ERROR(ctx_.WorkerFor(config_->guard_model)->Submit(std::move(job)));
-    engine::Completion verdict;
-    Status error;
-    switch (Await(*channel, false, deadline, &verdict, &error)) {
-      case AwaitEnd::kClosed: return CancelledError("peer gone");
-      case AwaitEnd::kError: return error.WithContext("guard");
-      case AwaitEnd::kDone: break;
-    }
-    *guard_ms = static_cast<double>(RealClock::Get().NowMs() - start);
-    Log(LogLevel::kInfo, "guard_verdict", {{"uid", std::to_string(peer_.uid)}, {"verdict", verdict.text},
-                                           {"guard_ms", std::to_string(static_cast<long long>(*guard_ms))}});
-    return sched::GuardRefusal(verdict.text);
+    return Finish(outcome.completion, stream, seed, outcome.guard_ms);
   }
 
   bool Finish(const engine::Completion& c, bool stream, bool seed, double guard_ms) {
@@ -391,12 +310,9 @@ class Handler {
     Log(LogLevel::kDebug, "generated",
         {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
          {"cached_tokens", std::to_string(st.cached_tokens)}, {"tokens", std::to_string(st.generated_tokens)},
-         {"ttft_ms", std::to_string(st.ttft_ms)}, {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
+         {"ttft_ms", std::to_string(st.ttft_ms)}, {"prefill_step", std::to_string(st.prefill_step)},
+         {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
     if (config_->log_text) Log(LogLevel::kDebug, "output", {{"text", c.text}});
-    if (st.finish_reason == engine::FinishReason::kCancelled && ctx_.stopping.load()) {
-      SendError(UnavailableError("the daemon is shutting down"), seed);
-      return false;
-    }
     Response r;
     if (stream) {
       r.type = Response::Type::kDone;
@@ -414,17 +330,6 @@ class Handler {
     return Send(r);
   }
 
-  // Waits for a cancelled job's final event so the engine is done with it.
-  static void Drain(sched::JobChannel& ch) {
-    while (true) {
-      pollfd p{ch.event_fd(), POLLIN, 0};
-      ::poll(&p, 1, 100);
-      while (auto ev = ch.TryPop()) {
-        if (ev->type != sched::JobEvent::Type::kText) return;
-      }
-    }
-  }
-
   FrameConnection& conn_;
   transport::PeerCred peer_;
   ServerContext& ctx_;
@@ -434,38 +339,8 @@ class Handler {
 
 }  // namespace
 
-proto::ErrorCode WireCode(const Status& s, bool seed) {
-  if (s.message().starts_with("refused by the guard")) {
-    return seed ? ErrorCode::kGenerationFailed : ErrorCode::kRefused;
-  }
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-      if (!seed && s.message().starts_with("prompt too long")) return ErrorCode::kContextOverflow;
-      return ErrorCode::kInvalidPrompt;
-    case StatusCode::kResourceExhausted:
-      if (seed) return ErrorCode::kInternalError;
-      return s.message().starts_with("rate limited") ? ErrorCode::kRateLimited : ErrorCode::kBusy;
-    case StatusCode::kUnavailable:
-      if (s.message().starts_with("session not saved")) return ErrorCode::kInternalError;
-      if (s.message().find("shutting down") != std::string::npos) {
-        return seed ? ErrorCode::kGenerationFailed : ErrorCode::kShuttingDown;
-      }
-      return ErrorCode::kModelNotLoaded;
-    case StatusCode::kDeadlineExceeded: return ErrorCode::kTimeout;
-    case StatusCode::kCancelled: return seed ? ErrorCode::kGenerationFailed : ErrorCode::kCancelled;
-    case StatusCode::kUnimplemented: return seed ? ErrorCode::kInternalError : ErrorCode::kUnsupported;
-    case StatusCode::kNotFound: return ErrorCode::kInvalidPrompt;
-    case StatusCode::kCorruption:
-      if (!seed && s.message().starts_with("session file")) return ErrorCode::kInvalidPrompt;
-      return ErrorCode::kGenerationFailed;
-    case StatusCode::kInternal: return ErrorCode::kGenerationFailed;
-    default: return ErrorCode::kInternalError;
-  }
-}
-
-void ServeConnection(std::unique_ptr<FrameConnection> conn, const transport::PeerCred& peer,
-                     ServerContext& ctx) {
-  Handler(*conn, peer, ctx).Serve();
+void ServeConnection(FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx) {
+  Handler(conn, peer, ctx).Serve();
 }
 
 bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx) {
@@ -484,8 +359,8 @@ bool TriageWaiting(FrameConnection& conn, const transport::PeerCred& peer, Serve
   const int write_ms = static_cast<int>(ctx.config()->write_timeout_ms);
   auto send = [&](const Response& resp) { return conn.WriteFrame(proto::EncodeResponse(resp), write_ms).ok(); };
   if (req.has_value() && req->type == Request::Type::kHealthCheck) {
-    if (int64_t wait_ms = ctx.rate_limiter->Acquire(peer.uid); wait_ms > 0) {
-      send(Response::Error(ErrorCode::kInternalError, RateLimitedMessage(wait_ms)));
+    if (int64_t wait_ms = ctx.rate_limiter().Acquire(peer.uid); wait_ms > 0) {
+      send(Response::Error(ErrorCode::kInternalError, RateLimited(wait_ms).message()));
     } else {
       send(HealthResponse(ctx));
     }

@@ -6,17 +6,14 @@
 #include <memory>
 #include <string>
 
-#include "sched/server_context.h"
+#include "daemon/server_context.h"
 #include "proto/messages.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
 
 namespace llmd::daemon {
 
-using sched::ServerContext;
-
-void ServeConnection(std::unique_ptr<transport::FrameConnection> conn,
-                     const transport::PeerCred& peer, ServerContext& ctx);
+void ServeConnection(transport::FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx);
 
 // For a connection waiting for a slot: answers a HealthCheck or Shutdown at once from cached
 // state (so health probes and an administrator are never locked out by busy clients).
@@ -24,10 +21,6 @@ void ServeConnection(std::unique_ptr<transport::FrameConnection> conn,
 // when it should keep waiting (nothing complete yet, or a request that needs a slot, which
 // is put back for its handler).
 bool TriageWaiting(transport::FrameConnection& conn, const transport::PeerCred& peer, ServerContext& ctx);
-
-// Maps an engine/scheduler Status to the wire error code. Seed-era requests get only the six
-// original codes (Busy and RateLimited become InternalError, ShuttingDown GenerationFailed).
-proto::ErrorCode WireCode(const Status& s, bool seed_request);
 
 // Answers a connection that waited too long for a slot: Busy (or InternalError for a seed
 // request) if its first frame is already here, else nothing; the caller then closes it.

@@ -19,11 +19,15 @@
 #include "daemon/sd_notify.h"
 #include "engine/cpu_placement.h"
 #include "engine/llama/llama_engine.h"
+#include "format/model_file.h"
+#include "sched/warm_up.h"
 
 namespace llmd::daemon {
 namespace {
 
 constexpr size_t kMaxWaiting = 64;  // connections over the cap that may wait for a slot
+// The handler threads' own ceiling; max_connections (which a reload may change) is the cap.
+constexpr size_t kHandlerCeiling = 4096;
 
 std::string Ms(double ms) { return std::to_string(static_cast<long long>(ms)); }
 
@@ -61,13 +65,7 @@ Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c
   Log(LogLevel::kInfo, "cpu_placement", {{"threads", std::to_string(cpu.threads)}, {"cpus", cpu.CpuListText()},
                                          {"speeds_from", cpu.source}, {"why", cpu.reason}});
   LLMD_RETURN_IF_ERROR(engine->Load(ec));
-  engine::GenerateOptions warm;
-  warm.max_tokens = 1;
-  warm.sampling = engine::SamplingParams::Greedy();
-  auto r = engine->Generate(c.system_prompt, "Hello", warm);
-  if (!r.has_value()) return r.error().WithContext("warm-up failed");
-  engine->Reset();
-  return engine;
+  return sched::WarmUp(std::move(engine), c.system_prompt);
 }
 
 // A model's name: its file name without the directory and the .gguf extension.
@@ -115,53 +113,88 @@ void BlockSignals() {
 }
 
 Daemon::Daemon(config::ParsedConfig parsed, config::ConfigSources sources)
-    : parsed_(std::move(parsed)), sources_(std::move(sources)),
-      handler_done_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+    : parsed_(std::move(parsed)), sources_(std::move(sources)), handlers_(kHandlerCeiling) {}
 
 Daemon::~Daemon() {
   if (reload_thread_.joinable()) reload_thread_.join();
-  if (handler_done_fd_ >= 0) ::close(handler_done_fd_);
 }
 
 Status Daemon::Start() {
   const config::DaemonConfig& c = parsed_.config;
   auto started = RealClock::Get().NowMs();
   LLMD_ASSIGN_OR_RETURN(auto models, ModelList(c));
+  rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
+  ctx_ = std::make_unique<ServerContext>(std::make_shared<const config::DaemonConfig>(c), *rate_limiter_);
+  memory_guard_ = std::make_unique<sched::MemoryGuard>(c.memory_floor_mb << 20);
+  policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
 
   // The memory budget is checked before loading and after each model; models are never
-  // evicted to make room.
+  // evicted to make room. Each file is inspected first, so a directory, a device or a FIFO
+  // is refused as what it is, before any size arithmetic.
   const uint64_t budget_mib = c.memory_budget_mb > 0 ? c.memory_budget_mb : AvailableMiB();
   uint64_t files_mib = 0;
   for (const auto& [name, path] : models) {
-    std::error_code ec;
-    files_mib += std::filesystem::file_size(path, ec) >> 20;
+    LLMD_ASSIGN_OR_RETURN(format::ModelFileInfo file, format::InspectModelFile(path));
+    files_mib += file.file_bytes >> 20;
   }
   if (budget_mib > 0 && files_mib > budget_mib) {
     return ResourceExhaustedError("the models' files alone take " + std::to_string(files_mib) +
                                   " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB");
   }
-  uint64_t used_mib = 0;
-  ctx_.set_config(std::make_shared<const config::DaemonConfig>(c));
-  rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
-  memory_guard_ = std::make_unique<sched::MemoryGuard>(c.memory_floor_mb << 20);
-  policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
-  ctx_.rate_limiter = rate_limiter_.get();
   // HTTP first, so /health can say "loading" while the models load.
-  LLMD_ASSIGN_OR_RETURN(http_, HttpFrontend::Start(c, ctx_, *policy_));
+  LLMD_ASSIGN_OR_RETURN(http_, HttpFrontend::Start(c, *ctx_, *policy_));
+  LLMD_RETURN_IF_ERROR(LoadModels(models, budget_mib));
+  if (!c.guard_model.empty() && ctx_->WorkerFor(c.guard_model) == nullptr) {
+    return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_->ModelNames() + ")");
+  }
+  transport::ListenOptions lo;
+  lo.path = c.socket_path;
+  lo.mode = c.socket_mode;
+  lo.group = c.socket_group;
+  LLMD_ASSIGN_OR_RETURN(listener_, transport::UnixListener::Open(lo));
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+
+  ctx_->set_ready();
+  double ready_ms = static_cast<double>(RealClock::Get().NowMs() - started);
+  Log(LogLevel::kInfo, "ready",
+      {{"socket", listener_->path()}, {"systemd_socket", listener_->from_systemd() ? "yes" : "no"},
+       {"ready_ms", Ms(ready_ms)}, {"models", ctx_->ModelNames()}, {"budget_mib", std::to_string(budget_mib)},
+       {"max_connections", std::to_string(c.max_connections)}});
+  Notify("READY=1\nSTATUS=serving " + ctx_->ModelNames() + " on " + listener_->path());
+  return Status::Ok();
+}
+
+// Loads, warms up and starts a worker for each model, within the memory budget.
+Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>& models, uint64_t budget_mib) {
+  const config::DaemonConfig& c = parsed_.config;
+  sched::WorkerOptions options;
+  options.queue_depth = c.queue_depth;
+  options.admission_window_ms = c.admission_window_ms;
+  options.batch_tokens = c.engine.batch_tokens;
+  options.max_sessions = c.max_sessions;
+  options.memory_guard = memory_guard_.get();
+  options.checkpoint_budget_bytes = static_cast<uint64_t>(c.checkpoint_budget_mb) << 20;
+  if (const int64_t watchdog_ms = WatchdogIntervalMs(); watchdog_ms > 0) {
+    // An idle engine thread must show life well within the half-interval Run() checks.
+    options.idle_heartbeat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
+  }
+  uint64_t used_mib = 0;
   for (const auto& [name, path] : models) {
     config::DaemonConfig one = c;
     one.engine.model_path = path;
     LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
-    engine::ModelInfo info = engine->model_info();
-    used_mib += (info.file_bytes + info.kv_cache_bytes) >> 20;
+    const engine::ModelInfo info = engine->model_info();
+    const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;
+    used_mib += (info.file_bytes + info.kv_cache_bytes + checkpoint_bytes) >> 20;
     Log(LogLevel::kInfo, "model_loaded",
-        {{"name", name}, {"model", info.description}, {"load_ms", Ms(engine->last_stats().load_ms)},
+        {{"name", name}, {"model", info.description}, {"load_ms", Ms(info.load_ms)},
          {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
          {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
+         {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
          {"template", info.has_chat_template ? "model" : "chatml"}});
     LogPlacement(name, info);
     if (budget_mib > 0 && used_mib > budget_mib) {
-      return ResourceExhaustedError("model '" + name + "' brings the weights and KV caches to " +
+      return ResourceExhaustedError("model '" + name + "' brings the weights, KV caches and checkpoints to " +
                                     std::to_string(used_mib) + " MiB, over the memory budget of " +
                                     std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted");
     }
@@ -171,31 +204,11 @@ Status Daemon::Start() {
       check.grammar = c.guard_grammar;
       LLMD_RETURN_IF_ERROR(engine->NewSampler(check).error().WithContext("guard_grammar"));
     }
-    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), c.queue_depth, c.engine.batch_tokens);
-    worker->set_max_sessions(c.max_sessions);
-    worker->set_memory_guard(memory_guard_.get());
-    ctx_.workers.emplace_back(name, worker.get());
+    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), options);
+    ctx_->AddModel(name, worker.get());
     workers_.emplace_back(name, std::move(worker));
   }
-  ctx_.worker = ctx_.workers.front().second;
-  if (!c.guard_model.empty() && ctx_.WorkerFor(c.guard_model) == nullptr) {
-    return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_.ModelNames() + ")");
-  }
-  transport::ListenOptions lo;
-  lo.path = c.socket_path;
-  lo.mode = c.socket_mode;
-  lo.group = c.socket_group;
-  LLMD_ASSIGN_OR_RETURN(listener_, transport::UnixListener::Open(lo));
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
-
-  ctx_.ready = true;
-  double ready_ms = static_cast<double>(RealClock::Get().NowMs() - started);
-  Log(LogLevel::kInfo, "ready",
-      {{"socket", listener_->path()}, {"systemd_socket", listener_->from_systemd() ? "yes" : "no"},
-       {"ready_ms", Ms(ready_ms)}, {"models", ctx_.ModelNames()},
-       {"memory_mib", std::to_string(used_mib)}, {"budget_mib", std::to_string(budget_mib)},
-       {"max_connections", std::to_string(c.max_connections)}});
-  Notify("READY=1\nSTATUS=serving " + ctx_.ModelNames() + " on " + listener_->path());
+  Log(LogLevel::kInfo, "memory_planned", {{"memory_mib", std::to_string(used_mib)}, {"budget_mib", std::to_string(budget_mib)}});
   return Status::Ok();
 }
 
@@ -204,8 +217,10 @@ int Daemon::Run() {
     Log(LogLevel::kError, "startup_failed", {{"error", s.ToString()}});
     Notify("STATUS=startup failed: " + s.message());
     for (auto& [name, w] : workers_) w->Stop();
-    ctx_.stopping = true;
+    if (ctx_) ctx_->set_stopping();
     if (accept_thread_.joinable()) accept_thread_.join();
+    handlers_.JoinAll();
+    if (http_) http_->Stop();
     return 1;
   }
   sigset_t set;
@@ -214,12 +229,7 @@ int Daemon::Run() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
   const int64_t watchdog_ms = WatchdogIntervalMs();
-  if (watchdog_ms > 0) {
-    // An idle engine thread must show life well within the half-interval checked below.
-    const auto beat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
-    for (auto& [name, w] : workers_) w->set_idle_heartbeat(beat);
-  }
-  while (!ctx_.shutdown_requested.load()) {
+  while (!ctx_->shutdown_requested()) {
     timespec tick{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
@@ -243,15 +253,12 @@ int Daemon::Run() {
 
 void Daemon::AcceptLoop() {
   LogRateLimiter reject_log(1000);
-  while (!ctx_.stopping.load()) {
-    // A finished handler wakes this loop at once (handler_done_fd_), so a connection waiting
-    // for a slot gets it without waiting for the next poll timeout.
-    pollfd p[2] = {{listener_->fd(), POLLIN, 0}, {handler_done_fd_, POLLIN, 0}};
+  while (!ctx_->stopping()) {
+    // A finished handler wakes this loop at once, so a connection waiting for a slot gets
+    // it without waiting for the next poll timeout.
+    pollfd p[2] = {{listener_->fd(), POLLIN, 0}, {handlers_.done_fd(), POLLIN, 0}};
     int rc = ::poll(p, 2, 100);
-    if (p[1].revents & POLLIN) {
-      uint64_t n;
-      (void)!::read(handler_done_fd_, &n, sizeof n);
-    }
+    handlers_.Reap();
     ServeWaiting();
     if (rc <= 0 || !(p[0].revents & POLLIN)) continue;
     int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
@@ -278,17 +285,9 @@ void Daemon::AcceptLoop() {
 
 void Daemon::Admit(int fd, const transport::PeerCred& peer) {
   auto conn = std::make_unique<transport::FrameConnection>(fd);
-  auto c = ctx_.config();
-  {
-    std::lock_guard<std::mutex> lock(slots_mu_);
-    if (active_ < c->max_connections) {
-      ++active_;
-      StartHandler(std::move(conn), peer);
-      return;
-    }
-  }
+  if (StartHandler(conn, peer)) return;
   if (waiting_.size() < kMaxWaiting) {
-    waiting_.push_back({std::move(conn), peer, RealClock::Get().NowMs() + c->admission_wait_ms});
+    waiting_.push_back({std::move(conn), peer, RealClock::Get().NowMs() + ctx_->config()->admission_wait_ms});
     ServeWaiting();
     return;
   }
@@ -297,22 +296,13 @@ void Daemon::Admit(int fd, const transport::PeerCred& peer) {
 
 void Daemon::ServeWaiting() {
   const int64_t now = RealClock::Get().NowMs();
-  const uint32_t cap = ctx_.config()->max_connections;
+  const uint32_t cap = ctx_->config()->max_connections;
   std::deque<Waiting> still;
   for (auto& w : waiting_) {
     // Health probes and Shutdown are answered at once; the rest wait for a slot.
-    if (TriageWaiting(*w.conn, w.peer, ctx_)) continue;
-    bool admitted = false;
-    {
-      std::lock_guard<std::mutex> lock(slots_mu_);
-      if (active_ < cap) {
-        ++active_;
-        admitted = true;
-      }
-    }
-    if (admitted) {
-      StartHandler(std::move(w.conn), w.peer);
-    } else if (w.deadline_ms <= now) {
+    if (TriageWaiting(*w.conn, w.peer, *ctx_)) continue;
+    if (StartHandler(w.conn, w.peer)) continue;
+    if (w.deadline_ms <= now) {
       RefuseBusy(*w.conn, "busy: all " + std::to_string(cap) + " connections are in use; retry with backoff");
     } else {
       still.push_back(std::move(w));
@@ -321,21 +311,16 @@ void Daemon::ServeWaiting() {
   waiting_.swap(still);
 }
 
-void Daemon::StartHandler(std::unique_ptr<transport::FrameConnection> conn, const transport::PeerCred& peer) {
-  std::thread([this, conn = std::move(conn), peer]() mutable {
-    ServeConnection(std::move(conn), peer, ctx_);
-    HandlerDone();
-  }).detach();
-}
-
-void Daemon::HandlerDone() {
-  // Under the lock: once Stop() sees active_ == 0 the daemon (and this eventfd) may be
-  // destroyed, so the handler must be done with both before it says so (found by TSan).
-  std::lock_guard<std::mutex> lock(slots_mu_);
-  uint64_t one = 1;
-  (void)!::write(handler_done_fd_, &one, sizeof one);
-  --active_;
-  slots_cv_.notify_all();
+// Starts a handler for the connection if a slot is free (taking the connection); false
+// leaves it with the caller.
+bool Daemon::StartHandler(std::unique_ptr<transport::FrameConnection>& conn, const transport::PeerCred& peer) {
+  if (handlers_.active() >= ctx_->config()->max_connections) return false;
+  // Shared only because std::function must be copyable; the handler is its one user.
+  std::shared_ptr<transport::FrameConnection> owned(std::move(conn));
+  ServerContext* ctx = ctx_.get();  // outlives the handlers: Shutdown joins them first
+  // Cannot fail: only this thread starts handlers, and max_connections <= the ceiling.
+  (void)handlers_.TryStart([owned, peer, ctx] { ServeConnection(*owned, peer, *ctx); });
+  return true;
 }
 
 void Daemon::Reload() {
@@ -367,7 +352,7 @@ void Daemon::Reload() {
     }
     if (status.ok()) {
       for (auto& [worker, engine] : loaded) worker->SwapEngine(std::move(engine));
-      ctx_.set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
+      ctx_->set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
     }
     if (status.ok()) {
       Log(LogLevel::kInfo, "reloaded", {{"model", parsed->config.engine.model_path}});
@@ -381,19 +366,15 @@ void Daemon::Reload() {
 void Daemon::Shutdown() {
   Notify("STOPPING=1");
   Log(LogLevel::kInfo, "stopping");
-  ctx_.stopping = true;
+  ctx_->set_stopping();
   if (accept_thread_.joinable()) accept_thread_.join();
   listener_->Close();  // no new connections; the socket node is gone
   for (auto& [name, w] : workers_) w->Stop();  // in-flight and queued requests get their final frame
   waiting_.clear();  // closes them
   if (http_) http_->Stop();
-  // Handlers finish within their write deadline.
-  std::unique_lock<std::mutex> lock(slots_mu_);
-  const auto limit = std::chrono::milliseconds(ctx_.config()->write_timeout_ms + 1000);
-  if (!slots_cv_.wait_for(lock, limit, [this] { return active_ == 0; })) {
-    Log(LogLevel::kWarn, "stop_timeout", {{"connections_left", std::to_string(active_)}});
-  }
-  lock.unlock();
+  // Each handler sees the stopping flag or its job's final event and returns within its
+  // write deadline; all are joined before the workers they use go away.
+  handlers_.JoinAll();
   if (reload_thread_.joinable()) reload_thread_.join();
   workers_.clear();
   Log(LogLevel::kInfo, "stopped");

@@ -7,16 +7,15 @@
 #ifndef LLMD_DAEMON_DAEMON_H_
 #define LLMD_DAEMON_DAEMON_H_
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "common/handler_threads.h"
 #include "config/config.h"
 #include "daemon/http_frontend.h"
+#include "daemon/server_context.h"
 #include "sched/memory_guard.h"
-#include "sched/server_context.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"
@@ -38,19 +37,19 @@ class Daemon {
 
  private:
   Status Start();
+  Status LoadModels(const std::vector<std::pair<std::string, std::string>>& models, uint64_t budget_mib);
   void AcceptLoop();
   void Admit(int fd, const transport::PeerCred& peer);
   void ServeWaiting();
-  void StartHandler(std::unique_ptr<transport::FrameConnection> conn, const transport::PeerCred& peer);
-  void HandlerDone();
+  bool StartHandler(std::unique_ptr<transport::FrameConnection>& conn, const transport::PeerCred& peer);
   void Reload();
   void Shutdown();
 
   config::ParsedConfig parsed_;
   config::ConfigSources sources_;
-  sched::ServerContext ctx_;
   std::unique_ptr<transport::AccessPolicy> policy_;
   std::unique_ptr<sched::RateLimiter> rate_limiter_;
+  std::unique_ptr<ServerContext> ctx_;                // uses rate_limiter_
   std::unique_ptr<sched::MemoryGuard> memory_guard_;  // before workers_: outlives them
   std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
@@ -58,17 +57,15 @@ class Daemon {
   std::thread accept_thread_;
   std::thread reload_thread_;
 
-  // Connection slots: at most max_connections handlers; others wait, bounded, in waiting_.
+  // Native connections: at most max_connections handlers (owned, joined at shutdown);
+  // others wait, bounded, in waiting_.
   struct Waiting {
     std::unique_ptr<transport::FrameConnection> conn;
     transport::PeerCred peer;
     int64_t deadline_ms;
   };
-  std::mutex slots_mu_;
-  std::condition_variable slots_cv_;
-  size_t active_ = 0;              // guarded by slots_mu_
+  HandlerThreads handlers_;
   std::deque<Waiting> waiting_;    // accept thread only (and Shutdown, after it joined)
-  const int handler_done_fd_;      // eventfd: a handler finished, serve the waiting list
 };
 
 }  // namespace llmd::daemon

@@ -28,7 +28,7 @@ Result<std::string> ReadApiKey(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonConfig& c, sched::ServerContext& ctx,
+Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonConfig& c, ServerContext& ctx,
                                                           const transport::AccessPolicy& policy) {
   const std::string socket_path = config::HttpSocketPath(c);
   if (socket_path.empty() && c.http_listen.empty()) return std::unique_ptr<HttpFrontend>();

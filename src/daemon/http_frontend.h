@@ -13,7 +13,7 @@
 #include "config/config.h"
 #include "http/http_server.h"
 #include "http/openai_routes.h"
-#include "sched/server_context.h"
+#include "daemon/server_context.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"
 
@@ -23,7 +23,7 @@ class HttpFrontend {
  public:
   // Null (and OK) when both the HTTP socket and TCP are off.
   static Result<std::unique_ptr<HttpFrontend>> Start(const config::DaemonConfig& config,
-                                                     sched::ServerContext& ctx,
+                                                     ServerContext& ctx,
                                                      const transport::AccessPolicy& policy);
   ~HttpFrontend();
   // Stops accepting, waits for open connections to finish, removes the socket node.

@@ -21,6 +21,8 @@ Status SamplingParams::Validate() const {
   if (!std::isfinite(repeat_penalty) || repeat_penalty < 1.0f) {
     return InvalidArgumentError("repeat_penalty must be >= 1");
   }
+  if (!in(presence_penalty, -2.0f, 2.0f)) return InvalidArgumentError("presence_penalty must be in [-2, 2]");
+  if (!in(frequency_penalty, -2.0f, 2.0f)) return InvalidArgumentError("frequency_penalty must be in [-2, 2]");
   return Status::Ok();
 }
 

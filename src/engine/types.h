@@ -3,9 +3,7 @@
 #ifndef LLMD_ENGINE_TYPES_H_
 #define LLMD_ENGINE_TYPES_H_
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +57,10 @@ struct SamplingParams {
   float top_p = 0.9f;           // 0 .. 1
   int32_t top_k = 40;           // > 0
   float repeat_penalty = 1.1f;  // >= 1
+  // OpenAI's penalties, -2 .. 2, over the last 64 tokens: presence subtracts a flat amount
+  // from the logit of every token already seen, frequency that amount per occurrence.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint32_t seed = kRandomSeed;  // the sampler's RNG seed; the same seed repeats the output
 
   static constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // a fresh random seed per request
@@ -79,9 +81,6 @@ struct GenerateOptions {
   int32_t max_tokens = 256;  // 0 returns at once with finish reason "length"
   SamplingParams sampling;
   bool strip_think = true;   // remove <think>...</think> from the returned text
-  // Polled before every decode step; when it turns true the generation stops with finish
-  // reason kCancelled. Owned by the caller; may be null.
-  const std::atomic<bool>* cancel = nullptr;
 };
 
 enum class FinishReason : uint8_t {
@@ -102,6 +101,11 @@ struct GenerationStats {
   double decode_ms = 0;        // first to last generated token
   int32_t generated_tokens = 0;
   FinishReason finish_reason = FinishReason::kStop;
+  // The scheduler's step counter when this request's prefill began (its first prompt chunk
+  // was in that step's decode) and when its first token was sampled: structure, not time,
+  // for tests and logs.
+  uint64_t prefill_step = 0;
+  uint64_t first_token_step = 0;
 
   double decode_tokens_per_second() const;
   double prefill_tokens_per_second() const;
@@ -113,10 +117,6 @@ struct Completion {
   GenerationStats stats;
 };
 
-// Called with each piece of visible text as it is generated: whole UTF-8 characters, think
-// blocks already removed. Return false to cancel; generation stops before the next step.
-// An empty function receives nothing.
-using TextSink = std::function<bool(std::string_view text)>;
 
 }  // namespace llmd::engine
 

@@ -12,7 +12,9 @@ namespace llmd::format {
 namespace {
 
 constexpr std::string_view kMagic = "LLMDSES1";
-constexpr uint32_t kVersion = 1;
+// Version 2: the model fingerprint covers the real vocabulary size (version 1 files hashed it
+// as 0, so their fingerprints cannot be compared).
+constexpr uint32_t kVersion = 2;
 
 uint32_t Crc32(std::string_view data) {
   static const std::array<uint32_t, 256> table = [] {
@@ -39,9 +41,14 @@ uint64_t Get(std::string_view in, size_t at, int bytes) {
   return v;
 }
 
-Status Bad(const std::string& why) { return CorruptionError("session file " + why); }
+Status Bad(const std::string& why) {
+  return CorruptionError("session file " + why).WithReason(ErrorReason::kBadSessionFile);
+}
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+Status NotSaved(std::string msg) {
+  return UnavailableError(std::move(msg)).WithReason(ErrorReason::kSessionNotSaved);
+}
 
 }  // namespace
 
@@ -66,7 +73,13 @@ Result<SessionData> DecodeSession(std::string_view in, uint64_t fingerprint, int
   constexpr size_t kFixed = 8 + 4 + 8 + 8 + 4 + 4 + 4;
   if (in.size() < kFixed) return Bad("is truncated");
   if (in.substr(0, 8) != kMagic) return Bad("has no LLMDSES1 magic");
-  if (Get(in, 8, 4) != kVersion) return Bad("version " + std::to_string(Get(in, 8, 4)) + " is not supported");
+  if (const uint64_t version = Get(in, 8, 4); version != kVersion) {
+    if (version < kVersion) {
+      return Bad("was saved by an older llmd (session format " + std::to_string(version) +
+                 "); start a new session");
+    }
+    return Bad("was saved by a newer llmd (session format " + std::to_string(version) + ")");
+  }
   if (Get(in, 12, 8) != in.size()) {
     return Bad("says it is " + std::to_string(Get(in, 12, 8)) + " bytes but has " + std::to_string(in.size()));
   }
@@ -104,7 +117,7 @@ bool IsValidSessionId(std::string_view id) {
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return UnavailableError(Errno("session not saved: cannot create " + tmp));
+  if (fd < 0) return NotSaved(Errno("session not saved: cannot create " + tmp));
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -113,19 +126,19 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
       std::string msg = Errno("session not saved: writing " + tmp);
       ::close(fd);
       ::unlink(tmp.c_str());
-      return UnavailableError(msg);
+      return NotSaved(msg);
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     std::string msg = Errno("session not saved: flushing " + tmp);
     ::unlink(tmp.c_str());
-    return UnavailableError(msg);
+    return NotSaved(msg);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string msg = Errno("session not saved: renaming to " + path);
     ::unlink(tmp.c_str());
-    return UnavailableError(msg);
+    return NotSaved(msg);
   }
   std::string dir = path.substr(0, path.find_last_of('/') + 1);
   if (dir.empty()) dir = ".";

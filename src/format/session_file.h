@@ -2,7 +2,7 @@
 // (never llama.cpp's KV state, whose loader has had memory-safety bugs: the cache is rebuilt
 // by prefilling the tokens on the next turn).
 //
-//   "LLMDSES1" | version u32 | total length u64 | model fingerprint u64 |
+//   "LLMDSES1" | version u32 (2)  | total length u64 | model fingerprint u64 |
 //   system: u32 length + bytes | tokens: u32 count + i32 each |
 //   crc32 u32 of everything before it                                    (little-endian)
 //

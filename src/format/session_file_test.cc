@@ -32,6 +32,18 @@ TEST(SessionFile, RoundTrips) {
   EXPECT_EQ(back->tokens, kSession.tokens);
 }
 
+// A version 1 file (its fingerprint hashed the vocabulary size as 0) is refused by name, with
+// what to do, never misread; its checksum is valid so only the version can be the reason.
+TEST(SessionFile, RefusesAFileOfAnOlderFormatVersion) {
+  std::string old = EncodeSession(kSession, 42);
+  old[8] = 1;
+  old.replace(old.size() - 4, 4, Crc32ForTest(old.substr(0, old.size() - 4)));
+  auto r = DecodeSession(old, 42, 151936);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "session file was saved by an older llmd (session format 1); start a new session");
+  EXPECT_EQ(r.error().reason(), ErrorReason::kBadSessionFile);
+}
+
 TEST(SessionFile, RejectsForeignCraftedAndTruncatedFiles) {
   const std::string good = EncodeSession(kSession, 42);
   auto err = [](Result<SessionData> r) { return r.has_value() ? std::string() : r.error().message(); };

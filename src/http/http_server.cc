@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/handler_threads.h"
 #include "common/log.h"
 
 namespace llmd::http {
@@ -128,12 +129,12 @@ std::string Request::header(const std::string& name) const {
 }
 
 struct HttpServer::Impl {
+  explicit Impl(ServerOptions o) : options(std::move(o)), handlers(options.max_connections) {}
+
   ServerOptions options;
   std::atomic<bool> stopping{false};
   std::thread accept_thread;
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t active = 0;  // guarded by mu
+  HandlerThreads handlers;  // one per connection, joined at Stop
 
   enum class ReadEnd { kRequest, kClosed, kTimeout, kStopped, kBodyTooLarge, kHeaderTooLarge, kBad };
 
@@ -243,7 +244,10 @@ struct HttpServer::Impl {
   void AcceptLoop() {
     while (!stopping.load()) {
       pollfd fds[2] = {{options.unix_fd, POLLIN, 0}, {options.tcp_fd, POLLIN, 0}};
-      if (::poll(fds, 2, 200) <= 0) continue;
+      if (::poll(fds, 2, 200) <= 0) {
+        handlers.Reap();
+        continue;
+      }
       for (int i = 0; i < 2; ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & POLLIN)) continue;
         int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -258,24 +262,17 @@ struct HttpServer::Impl {
           }
           peer = *allowed;
         }
-        std::unique_lock<std::mutex> lock(mu);
-        if (active >= options.max_connections) {
-          lock.unlock();
+        const bool started = handlers.TryStart([this, fd, peer] {
+          Serve(fd, peer);
+          ::close(fd);
+        });
+        if (!started) {
           ConnectionResponder r(fd, 100, false);
           r.Send(503, "application/json", ErrorJson("too many connections; retry later", "busy"), {{"Retry-After", "1"}});
           ::close(fd);
-          continue;
         }
-        ++active;
-        lock.unlock();
-        std::thread([this, fd, peer] {
-          Serve(fd, peer);
-          ::close(fd);
-          std::lock_guard<std::mutex> done(mu);
-          --active;
-          cv.notify_all();
-        }).detach();
       }
+      handlers.Reap();
     }
   }
 };
@@ -287,8 +284,7 @@ HttpServer::~HttpServer() { Stop(); }
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options) {
   if (options.unix_fd < 0 && options.tcp_fd < 0) return InvalidArgumentError("no socket to serve HTTP on");
   if (!options.handler) return InvalidArgumentError("no HTTP handler");
-  auto impl = std::make_unique<Impl>();
-  impl->options = std::move(options);
+  auto impl = std::make_unique<Impl>(std::move(options));
   Impl* raw = impl.get();
   impl->accept_thread = std::thread([raw] { raw->AcceptLoop(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
@@ -297,8 +293,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options) {
 void HttpServer::Stop() {
   if (!impl_ || impl_->stopping.exchange(true)) return;
   if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return impl_->active == 0; });
+  impl_->handlers.JoinAll();  // each handler sees `stopping` and returns
 }
 
 Result<int> ListenLoopbackTcp(const std::string& host_port, int* bound_port) {

@@ -21,24 +21,24 @@ std::string Number(double v) {
 
 }  // namespace
 
-std::string RenderMetricsPage(const sched::ServerContext& ctx) {
+std::string RenderMetricsPage(sched::ServerState& ctx) {
   std::string out;
   Family(&out, "llmd_requests_total", "counter", "Finished API requests by API and outcome.");
-  ctx.requests.Render(&out);
+  ctx.requests().Render(&out);
   Family(&out, "llmd_ready", "gauge", "1 when the models are loaded and serving.");
-  out += std::string("llmd_ready ") + (ctx.ready.load() ? "1" : "0") + "\n";
-  if (!ctx.ready.load()) return out;
+  out += std::string("llmd_ready ") + (ctx.ready() ? "1" : "0") + "\n";
+  if (!ctx.ready()) return out;
 
   using Sample = std::function<std::string(sched::EngineWorker&)>;
   auto per_model = [&](const char* name, const char* type, const char* help, const Sample& value) {
     Family(&out, name, type, help);
-    for (const auto& [model, w] : ctx.workers) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
+    for (const auto& [model, w] : ctx.models()) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
   };
   // Where each model lives: per device, its layers and the memory llama.cpp allocated there.
   Family(&out, "llmd_model_device_layers", "gauge",
          "Repeating layers of a model held by each device it uses (the output head counts as one more).");
   std::vector<std::pair<std::string, std::vector<engine::DevicePlacement>>> placements;
-  for (const auto& [model, w] : ctx.workers) placements.emplace_back(model, w->placement());
+  for (const auto& [model, w] : ctx.models()) placements.emplace_back(model, w->placement());
   auto device_label = [](const std::string& model, const engine::DevicePlacement& d) {
     return Label(model) + ",device=\"" + sched::EscapeLabelValue(d.device) + "\"";
   };
@@ -70,14 +70,27 @@ std::string RenderMetricsPage(const sched::ServerContext& ctx) {
             [](auto& w) { return std::to_string(w.stats().queued); });
   per_model("llmd_active_sequences", "gauge", "Requests generating now.",
             [](auto& w) { return std::to_string(w.stats().active); });
+  per_model("llmd_decode_steps_total", "counter", "Decode steps the engine thread ran.",
+            [](auto& w) { return std::to_string(w.stats().steps); });
+  per_model("llmd_prefix_copies_total", "counter", "Prompt prefixes copied from another sequence instead of prefilled.",
+            [](auto& w) { return std::to_string(w.stats().prefix_copies); });
+  per_model("llmd_checkpoints", "gauge", "Recurrent-state checkpoints held (hybrid models).",
+            [](auto& w) { return std::to_string(w.stats().checkpoints); });
+  per_model("llmd_checkpoint_bytes", "gauge", "Bytes the recurrent-state checkpoints hold.",
+            [](auto& w) { return std::to_string(w.stats().checkpoint_bytes); });
+  per_model("llmd_checkpoint_hits_total", "counter", "Prompts whose prefix was restored from a checkpoint.",
+            [](auto& w) { return std::to_string(w.stats().checkpoint_hits); });
+  per_model("llmd_checkpoint_misses_total", "counter",
+            "Prompts sharing a resident prefix that no checkpoint covered (recomputed).",
+            [](auto& w) { return std::to_string(w.stats().checkpoint_misses); });
   per_model("llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
             [](auto& w) { return Number(w.health().kv_cache_usage); });
   Family(&out, "llmd_time_to_first_token_seconds", "histogram", "Request submitted to first generated token.");
-  for (const auto& [model, w] : ctx.workers) {
+  for (const auto& [model, w] : ctx.models()) {
     w->metrics().ttft_seconds.Render("llmd_time_to_first_token_seconds", Label(model), &out);
   }
   Family(&out, "llmd_inter_token_latency_seconds", "histogram", "Time between consecutive tokens of a stream.");
-  for (const auto& [model, w] : ctx.workers) {
+  for (const auto& [model, w] : ctx.models()) {
     w->metrics().inter_token_seconds.Render("llmd_inter_token_latency_seconds", Label(model), &out);
   }
   return out;

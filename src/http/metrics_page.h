@@ -5,12 +5,12 @@
 
 #include <string>
 
-#include "sched/server_context.h"
+#include "sched/server_state.h"
 
 namespace llmd::http {
 
 // Thread-safe. Before the models are ready only the request counters are shown.
-std::string RenderMetricsPage(const sched::ServerContext& ctx);
+std::string RenderMetricsPage(sched::ServerState& ctx);
 
 }  // namespace llmd::http
 

@@ -81,9 +81,8 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "temperature", 0, 2, &r->temperature));
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "top_p", 0, 1, &r->top_p));
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "repeat_penalty", 1, 10, &r->repeat_penalty));
-  std::optional<float> ignored;  // accepted for compatibility, not applied (docs/http.md)
-  LLMD_RETURN_IF_ERROR(ReadNumber(body, "presence_penalty", -2, 2, &ignored));
-  LLMD_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", -2, 2, &ignored));
+  LLMD_RETURN_IF_ERROR(ReadNumber(body, "presence_penalty", -2, 2, &r->presence_penalty));
+  LLMD_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", -2, 2, &r->frequency_penalty));
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r->stream));
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");

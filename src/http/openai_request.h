@@ -28,7 +28,7 @@ struct GenerationRequest {
   std::string prompt;                   // completions
   std::optional<std::string> model;
   std::optional<uint32_t> max_tokens;   // max_tokens or max_completion_tokens (0: empty answer)
-  std::optional<float> temperature, top_p, repeat_penalty;
+  std::optional<float> temperature, top_p, repeat_penalty, presence_penalty, frequency_penalty;
   std::optional<int32_t> top_k;
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;

@@ -10,7 +10,7 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
       {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
       "max_tokens":7,"temperature":0.5,"top_p":0.8,"seed":42,"stop":["a","b"],"stream":true,
       "stream_options":{"include_usage":true},"chat_template_kwargs":{"enable_thinking":true},
-      "user":"ignored","n":1,"presence_penalty":0.1})");
+      "user":"ignored","n":1,"presence_penalty":0.1,"frequency_penalty":-0.5})");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->messages.size(), 2u);
   EXPECT_EQ(r->messages[0].role, "system");
@@ -19,6 +19,8 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
   EXPECT_EQ(*r->max_tokens, 7u);
   EXPECT_FLOAT_EQ(*r->temperature, 0.5f);
   EXPECT_EQ(*r->seed, 42u);
+  EXPECT_FLOAT_EQ(*r->presence_penalty, 0.1f);
+  EXPECT_FLOAT_EQ(*r->frequency_penalty, -0.5f);
   EXPECT_EQ(r->stop, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(r->stream && r->include_usage && r->enable_thinking);
 }

@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "http/http_server.h"
-#include "sched/server_context.h"
+#include "http/openai_request.h"
+#include "sched/server_state.h"
 
 namespace llmd::http {
 
@@ -28,15 +29,16 @@ struct ApiOptions {
 
 class OpenAiRoutes {
  public:
-  OpenAiRoutes(sched::ServerContext& ctx, ApiOptions options);
+  OpenAiRoutes(sched::ServerState& ctx, ApiOptions options);
   void Handle(const Request& request, Responder& out);
 
  private:
   // Each returns the HTTP status it sent, 0 when the client left first.
   int Route(const Request& request, Responder& out);
   int Generate(const Request& request, Responder& out, bool chat);
+  sched::Job MakeJob(GenerationRequest& request, const config::DaemonConfig& config) const;
 
-  sched::ServerContext& ctx_;
+  sched::ServerState& ctx_;
   const ApiOptions options_;
 };
 

@@ -1,82 +1,81 @@
 #include "sched/engine_worker.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <map>
+#include <type_traits>
 #include <utility>
 
 #include "chat/stop_strings.h"
 #include "chat/think_stripper.h"
-#include "common/clock.h"
+#include "common/log.h"
 #include "common/utf8.h"
 
 namespace llmd::sched {
-
-JobChannel::JobChannel() : event_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-
-JobChannel::~JobChannel() {
-  if (event_fd_ >= 0) ::close(event_fd_);
-}
-
-void JobChannel::Push(JobEvent event) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(std::move(event));
-  }
-  uint64_t one = 1;
-  (void)!::write(event_fd_, &one, sizeof one);
-}
-
-std::optional<JobEvent> JobChannel::TryPop() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (events_.empty()) {
-    uint64_t drain;
-    (void)!::read(event_fd_, &drain, sizeof drain);  // nothing pending: clear readiness
-    return std::nullopt;
-  }
-  JobEvent e = std::move(events_.front());
-  events_.pop_front();
-  return e;
-}
-
 namespace {
-int64_t NowMs() { return RealClock::Get().NowMs(); }
-constexpr auto kAdmitWindow = std::chrono::milliseconds(10);
+
+size_t CommonPrefix(const std::vector<engine::TokenId>& a, const std::vector<engine::TokenId>& b) {
+  return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
+Status ShuttingDown() {
+  return UnavailableError("the daemon is shutting down").WithReason(ErrorReason::kShuttingDown);
+}
+
 }  // namespace
 
 // One KV sequence and the job running on it (engine thread only).
 struct EngineWorker::Slot {
   int32_t sequence = 0;
-  std::vector<engine::TokenId> resident;  // tokens in this sequence's KV cache, positions 0..n-1
+  std::vector<engine::TokenId> resident;  // tokens in this sequence's memory, positions 0..n-1
   int64_t last_used = 0;
 
   bool busy = false;
+  uint64_t job_id = 0;                    // distinguishes successive jobs on this slot
   Job job;
+  std::string session_system;             // SessionTurn: the session's system prompt
   std::vector<engine::TokenId> prompt;
-  size_t prefilled = 0;               // prompt tokens in the cache
+  size_t prefilled = 0;                   // prompt tokens in memory
+  std::vector<size_t> checkpoint_at;      // prompt lengths to save the recurrent state after
+  // Waiting for another slot to prefill the prefix this job shares with it (wait_until
+  // tokens), to copy it instead of computing it twice.
+  Slot* wait_source = nullptr;
+  uint64_t wait_job_id = 0;
+  size_t wait_until = 0;
   std::unique_ptr<engine::Sampler> sampler;
-  int64_t budget = 0;                 // tokens still allowed
-  engine::TokenId pending = 0;        // sampled, not yet decoded
+  int64_t budget = 0;                     // tokens still allowed
+  engine::TokenId pending = 0;            // sampled, not yet decoded
   bool has_pending = false;
   Utf8StreamAssembler utf8;
   chat::ThinkStripper think;
   chat::StopStrings stops;
   engine::Completion out;
-  int64_t prefill_start_ms = 0, first_token_ms = 0;
+  bool prefill_started = false;
+  int64_t prefill_start_ms = 0, prefill_end_ms = 0, first_token_ms = 0;
   std::chrono::steady_clock::time_point last_token;  // for the inter-token histogram
-  double prefill_end_ms = 0;
 };
 
-EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, size_t queue_depth, int32_t batch_tokens)
-    : queue_depth_(queue_depth), engine_(std::move(engine)), batch_tokens_(std::max(1, batch_tokens)) {
+// Where a new job's prompt goes and what it reuses.
+struct EngineWorker::ReusePlan {
+  Slot* target = nullptr;
+  Slot* source = nullptr;          // the slot whose memory holds the prefix (target: its own)
+  size_t keep = 0;                 // prompt tokens reused
+  const Checkpoint* checkpoint = nullptr;  // the recurrent state after `keep` tokens
+  size_t best_common = 0;          // the longest prefix any slot shares (for the miss count)
+};
+
+EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions options)
+    : options_(std::move(options)),
+      clock_(*options_.clock),
+      engine_(std::move(engine)),
+      checkpoints_(options_.checkpoint_budget_bytes) {
   for (int32_t i = 0; i < engine_->sequences(); ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->sequence = i;
   }
+  ClearMemory();
   placement_ = engine_->model_info().placement;
   PublishHealth();
-  last_progress_ms_ = NowMs();
+  last_progress_ms_ = clock_.NowMs();
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -86,15 +85,15 @@ EngineWorker::~EngineWorker() {
 }
 
 Status EngineWorker::Submit(Job job) {
-  if (memory_guard_ != nullptr) LLMD_RETURN_IF_ERROR(memory_guard_->Check());
+  if (options_.memory_guard != nullptr) LLMD_RETURN_IF_ERROR(options_.memory_guard->Check());
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return UnavailableError("the daemon is shutting down");
-  if (queue_.size() >= queue_depth_) {
-    return ResourceExhaustedError("the request queue is full (" + std::to_string(queue_depth_) +
-                                  " waiting); retry later");
+  if (stopping_) return ShuttingDown();
+  if (queue_.size() >= options_.queue_depth) {
+    return ResourceExhaustedError("the request queue is full (" + std::to_string(options_.queue_depth) +
+                                  " waiting); retry later")
+        .WithReason(ErrorReason::kQueueFull);
   }
-  job.options.cancel = job.channel->cancel_flag();
-  job.submitted_ms = NowMs();
+  job.submitted_ms = clock_.NowMs();
   queue_.push_back(std::move(job));
   cv_.notify_one();
   return Status::Ok();
@@ -115,9 +114,13 @@ void EngineWorker::Stop() {
     for (auto& ch : running_) ch->Cancel();
     cv_.notify_one();
   }
-  for (auto& job : dropped) {
-    job.channel->Push({JobEvent::Type::kError, {}, {}, UnavailableError("the daemon is shutting down")});
-  }
+  for (auto& job : dropped) job.channel->Push(JobEvent::Error(ShuttingDown()));
+}
+
+std::unique_ptr<engine::Engine> EngineWorker::Release() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+  return std::move(engine_);
 }
 
 std::vector<engine::DevicePlacement> EngineWorker::placement() const {
@@ -146,56 +149,81 @@ void EngineWorker::PublishHealth() {
   kv_usage_ = static_cast<float>(used / cells);
 }
 
+// The worker owns what the sequences hold: an engine it takes (warmed up, swapped in) starts
+// empty, so the slots' bookkeeping matches the memory.
+void EngineWorker::ClearMemory() {
+  for (auto& s : slots_) {
+    s->resident.clear();
+    if (Status st = engine_->TruncateSequence(s->sequence, 0); !st.ok()) {
+      Log(LogLevel::kError, "sequence_clear_failed", {{"error", st.ToString()}});
+    }
+  }
+  checkpoints_.Clear();
+}
+
 bool EngineWorker::AnyBusy() const {
   return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
 }
 
 void EngineWorker::Run() {
   while (true) {
-    std::vector<Job> admitted;
+    std::vector<Job> admitted = TakeAdmissions();
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      const size_t busy = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
-      if (busy > 0) {
-        busy_peak_ = std::max(busy_peak_, busy);
-      } else if (busy_peak_ > 0) {  // a busy period just ended
-        last_peak_ = std::exchange(busy_peak_, 0);
-      }
-      // Idle: wake now and then so the watchdog sees a live thread.
-      while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
-        cv_.wait_for(lock, std::chrono::milliseconds(idle_wake_ms_.load()));
-        last_progress_ms_ = NowMs();
-      }
-      // Waking from idle after serving several requests at once: those clients tend to send
-      // their next requests together, a few ms apart. Let them arrive so they share the first
-      // prefill step instead of the late ones queueing behind an early one's whole prompt
-      // (the tail TTFT of such a burst). A lone client (the last busy period served one
-      // request at a time) never waits.
-      // The window ends early only when every slot has a request: the last period's peak
-      // undercounts the clients (a burst is itself split over steps), so it is no guide.
-      if (busy == 0 && last_peak_ >= 2 && !queue_.empty() && !stopping_) {
-        cv_.wait_for(lock, kAdmitWindow, [&] { return stopping_ || queue_.size() >= slots_.size(); });
-      }
-      if (stopping_ && !AnyBusy()) return;
-      // A new engine is swapped in between jobs: hold admissions until the slots drain.
-      if (pending_ && !AnyBusy()) {
-        engine_ = std::move(pending_);  // the old engine is released here
-        placement_ = engine_->model_info().placement;
-        for (auto& s : slots_) s->resident.clear();
-        PublishHealth();
-      }
-      size_t free_slots = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
-      while (!pending_ && !stopping_ && free_slots > 0 && !queue_.empty()) {
-        admitted.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-        running_.push_back(admitted.back().channel);
-        --free_slots;
-      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_ && !AnyBusy() && admitted.empty()) return;
     }
     for (auto& job : admitted) Admit(std::move(job));
-    if (Step()) last_progress_ms_ = NowMs();
+    if (Step()) last_progress_ms_ = clock_.NowMs();
     PublishHealth();
   }
+}
+
+std::vector<Job> EngineWorker::TakeAdmissions() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const size_t busy = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->busy; });
+  if (busy > 0) {
+    busy_peak_ = std::max(busy_peak_, busy);
+  } else if (busy_peak_ > 0) {  // a busy period just ended
+    last_peak_ = std::exchange(busy_peak_, 0);
+  }
+  // Idle: wake now and then so the watchdog sees a live thread.
+  while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
+    cv_.wait_for(lock, options_.idle_heartbeat);
+    last_progress_ms_ = clock_.NowMs();
+  }
+  // Waking from idle after serving several requests at once: those clients tend to send
+  // their next requests together, a few ms apart. Let them arrive so they share the first
+  // prefill step instead of the late ones queueing behind an early one's whole prompt. A lone
+  // client (the last busy period served one request at a time) never waits. The window ends
+  // early only when every slot has a request: the last peak undercounts a split burst.
+  if (busy == 0 && last_peak_ >= 2 && !queue_.empty() && !stopping_) {
+    const int64_t end = clock_.NowMs() + options_.admission_window_ms;
+    while (!stopping_ && queue_.size() < slots_.size() && clock_.NowMs() < end) {
+      cv_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+  }
+  // A new engine is swapped in between jobs: hold admissions until the slots drain.
+  if (pending_ && !AnyBusy()) {
+    engine_ = std::move(pending_);  // the old engine is released here
+    placement_ = engine_->model_info().placement;
+    // One slot per sequence of the new engine: a reload may change their number.
+    slots_.clear();
+    for (int32_t i = 0; i < engine_->sequences(); ++i) {
+      slots_.push_back(std::make_unique<Slot>());
+      slots_.back()->sequence = i;
+    }
+    ClearMemory();
+    PublishHealth();
+  }
+  std::vector<Job> admitted;
+  size_t free_slots = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
+  while (!pending_ && !stopping_ && free_slots > 0 && !queue_.empty()) {
+    admitted.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    running_.push_back(admitted.back().channel);
+    --free_slots;
+  }
+  return admitted;
 }
 
 Status EngineWorker::EndSession(const std::string& session) {
@@ -224,30 +252,37 @@ WorkerStats EngineWorker::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   WorkerStats s;
   s.requests = finished_;
-  s.generated_tokens = generated_;
+  s.generated_tokens = metrics_.generated_tokens.load();
+  s.prompt_tokens = metrics_.prompt_tokens.load();
+  s.cached_tokens = metrics_.cached_tokens.load();
   std::vector<double> sorted(ttfts_.begin(), ttfts_.end());
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double q) { return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))]; };
+  auto pct = [&](double q) {
+    return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))];
+  };
   s.ttft_p50_ms = pct(0.5);
   s.ttft_p95_ms = pct(0.95);
   s.prefill_tokens_per_second = prefill_ms_ > 0 ? prefilled_ * 1000.0 / prefill_ms_ : 0;
   s.decode_tokens_per_second = decode_ms_ > 0 ? decoded_ * 1000.0 / decode_ms_ : 0;
-  s.cached_token_ratio = prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / prompt_tokens_ : 0;
+  s.cached_token_ratio = s.prompt_tokens > 0 ? static_cast<double>(s.cached_tokens) / s.prompt_tokens : 0;
   s.active = static_cast<uint32_t>(running_.size());
   s.queued = static_cast<uint32_t>(queue_.size());
   s.sessions = static_cast<uint32_t>(sessions_.size());
+  s.steps = steps_.load();
+  s.prefix_copies = prefix_copies_.load();
+  s.checkpoints = checkpoints_.count();
+  s.checkpoint_bytes = checkpoints_.bytes();
+  s.checkpoint_hits = checkpoints_.hits();
+  s.checkpoint_misses = checkpoints_.misses();
   return s;
 }
 
 void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++finished_;
-  generated_ += st.generated_tokens;
   metrics_.prompt_tokens += st.prompt_tokens;
   metrics_.cached_tokens += st.cached_tokens;
   metrics_.generated_tokens += st.generated_tokens;
-  prompt_tokens_ += st.prompt_tokens;
-  cached_tokens_ += st.cached_tokens;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_;
   if (st.generated_tokens > 0) {
     prefilled_ += st.prompt_tokens - st.cached_tokens;
     prefill_ms_ += st.prefill_ms;
@@ -258,42 +293,185 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
   }
 }
 
-void EngineWorker::Admit(Job job) {
-  Result<std::vector<engine::TokenId>> prompt = InvalidArgumentError("unset");
-  if (job.raw) {
-    prompt = engine_->CompletionPrompt(job.user);
-  } else if (!job.messages.empty()) {
-    prompt = engine_->ConversationPrompt(job.messages, job.enable_thinking, job.sanitize);
-  } else if (job.session.empty()) {
-    prompt = engine_->ChatPrompt(job.system, job.user, job.sanitize);
-  } else {
-    // A chat turn: the session's exact tokens, then this turn's text, so the cache of the
-    // previous turn is reused as it is.
-    std::vector<engine::TokenId> history;
-    std::string system = job.system;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = sessions_.find(job.session); it != sessions_.end()) {
-        history = it->second.tokens;
-        system = it->second.system;
-      }
+Result<std::vector<engine::TokenId>> EngineWorker::BuildPrompt(Job& job) {
+  const bool sanitize = job.sanitize;
+  return std::visit(
+      [&](auto& p) -> Result<std::vector<engine::TokenId>> {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, OneShotChat>) {
+          return engine_->ChatPrompt(p.system, p.user, sanitize);
+        } else if constexpr (std::is_same_v<T, Conversation>) {
+          return engine_->ConversationPrompt(p.messages, p.enable_thinking, sanitize);
+        } else if constexpr (std::is_same_v<T, RawCompletion>) {
+          return engine_->CompletionPrompt(p.prompt);
+        } else {
+          // A chat turn: the session's exact tokens, then this turn's text, so the memory of
+          // the previous turn is reused as it is.
+          std::vector<engine::TokenId> history;
+          std::string system = p.system;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (auto it = sessions_.find(p.session); it != sessions_.end()) {
+              history = it->second.tokens;
+              system = it->second.system;
+            }
+          }
+          LLMD_ASSIGN_OR_RETURN(auto turn, history.empty() ? engine_->ChatPrompt(system, p.user, sanitize)
+                                                           : engine_->NextTurnPrompt(system, p.user, sanitize));
+          history.insert(history.end(), turn.begin(), turn.end());
+          p.system = std::move(system);
+          return history;
+        }
+      },
+      job.prompt);
+}
+
+EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target) {
+  const engine::MemoryCapabilities& caps = engine_->model_info().memory;
+  const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
+  // What `source`'s memory can give a job landing on `target`.
+  auto reusable = [&](const Slot& target, const Slot& source, const Checkpoint** checkpoint) -> size_t {
+    *checkpoint = nullptr;
+    if (&source != &target && !caps.sequence_copy) return 0;
+    const size_t limit = std::min(CommonPrefix(source.resident, prompt), limit_all);
+    if (caps.partial_truncation || limit == source.resident.size()) return limit;
+    if (!caps.state_checkpoints) return 0;
+    *checkpoint = checkpoints_.Find(prompt, limit);
+    return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
+  };
+  ReusePlan best;
+  for (auto& t : slots_) {
+    if (only_target != nullptr ? t.get() != only_target : t->busy) continue;
+    ReusePlan plan{t.get(), t.get(), 0, nullptr, 0};
+    plan.keep = reusable(*t, *t, &plan.checkpoint);
+    // Another slot's memory (busy or not) is worth copying only for a real gain.
+    for (auto& s : slots_) {
+      if (s.get() == t.get()) continue;
+      const Checkpoint* checkpoint = nullptr;
+      const size_t n = reusable(*t, *s, &checkpoint);
+      if (n >= plan.keep + options_.min_shared_prefix) plan = {t.get(), s.get(), n, checkpoint, 0};
     }
-    auto turn = history.empty() ? engine_->ChatPrompt(system, job.user, job.sanitize)
-                                : engine_->NextTurnPrompt(system, job.user, job.sanitize);
-    if (turn.has_value()) {
-      history.insert(history.end(), turn->begin(), turn->end());
-      prompt = std::move(history);
-      job.system = system;
-    } else {
-      prompt = turn.error();
+    const bool better = best.target == nullptr || plan.keep > best.keep ||
+                        (plan.keep == best.keep && t->last_used < best.target->last_used);
+    if (better) best = plan;
+  }
+  for (auto& s : slots_) best.best_common = std::max(best.best_common, CommonPrefix(s->resident, prompt));
+  best.best_common = std::min(best.best_common, limit_all);
+  return best;
+}
+
+// Puts the planned prefix into the target's memory; returns the tokens actually reused. A
+// memory operation that fails falls back to starting the sequence over, which always works.
+size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
+  Slot& t = *plan.target;
+  if (!engine_->model_info().memory.partial_truncation && plan.keep < plan.best_common) {
+    checkpoints_.CountMiss();  // some slot held more of this prompt than could be reused
+  }
+  Status st;
+  if (plan.keep > 0 && plan.source != &t) {
+    st = engine_->CopySequence(plan.source->sequence, t.sequence);
+    if (st.ok()) {
+      t.resident = plan.source->resident;
+      ++prefix_copies_;
     }
   }
+  if (st.ok() && plan.keep > 0 && plan.checkpoint != nullptr) {
+    st = engine_->RestoreSequenceState(t.sequence, plan.checkpoint->state);
+    if (st.ok()) checkpoints_.CountHit(plan.checkpoint);
+  }
+  if (st.ok() && plan.keep < t.resident.size()) {
+    st = engine_->TruncateSequence(t.sequence, static_cast<int32_t>(plan.keep));
+  }
+  if (st.ok()) {
+    t.resident.resize(plan.keep);
+    return plan.keep;
+  }
+  Log(LogLevel::kWarn, "prefix_reuse_failed", {{"sequence", std::to_string(t.sequence)}, {"error", st.ToString()}});
+  t.resident.clear();
+  if (Status cleared = engine_->TruncateSequence(t.sequence, 0); !cleared.ok()) {
+    Log(LogLevel::kError, "sequence_clear_failed", {{"error", cleared.ToString()}});
+  }
+  return 0;
+}
+
+// Where to save the recurrent state while this slot prefills: before each of the last few
+// message starts (a shared system prompt, the history of a conversation) and just before the
+// last prompt token (the same prompt sent again).
+void EngineWorker::PlanCheckpoints(Slot& slot) {
+  slot.checkpoint_at.clear();
+  if (!engine_->model_info().memory.state_checkpoints) return;
+  constexpr size_t kMessageCheckpoints = 4;
+  const engine::TokenId start = engine_->MessageStartToken();
+  const size_t last = slot.prompt.size() - 1;
+  for (size_t i = last; i > slot.prefilled && start >= 0; --i) {
+    if (slot.prompt[i] != start) continue;
+    slot.checkpoint_at.push_back(i);
+    if (slot.checkpoint_at.size() == kMessageCheckpoints) break;
+  }
+  std::reverse(slot.checkpoint_at.begin(), slot.checkpoint_at.end());
+  if (last > slot.prefilled && (slot.checkpoint_at.empty() || slot.checkpoint_at.back() != last)) {
+    slot.checkpoint_at.push_back(last);
+  }
+}
+
+// Another slot is prefilling, right now, a prefix this job shares: wait for it and copy it,
+// instead of computing the same tokens twice (a burst of conversations with one system
+// prompt).
+void EngineWorker::WaitForSharedPrefix(Slot& slot) {
+  const engine::MemoryCapabilities& caps = engine_->model_info().memory;
+  if (!caps.sequence_copy || (!caps.partial_truncation && !caps.state_checkpoints)) return;
+  Slot* source = nullptr;
+  size_t until = 0;
+  for (auto& o : slots_) {
+    if (o.get() == &slot || !o->busy || o->wait_source != nullptr || o->has_pending) continue;
+    const size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
+    if (shared < slot.prefilled + options_.min_shared_prefix || o->prefilled >= shared) continue;
+    if (shared > until) {
+      source = o.get();
+      until = shared;
+    }
+  }
+  if (source == nullptr) return;
+  slot.wait_source = source;
+  slot.wait_job_id = source->job_id;
+  slot.wait_until = until;
+  auto& at = source->checkpoint_at;
+  if (caps.state_checkpoints && std::find(at.begin(), at.end(), until) == at.end()) {
+    at.insert(std::upper_bound(at.begin(), at.end(), until), until);
+  }
+}
+
+// Jobs waiting for a shared prefix: copy it once the source has it, or plan afresh if the
+// source's job ended first.
+void EngineWorker::ResolveSharedPrefixWaits() {
+  for (auto& s : slots_) {
+    if (!s->busy || s->wait_source == nullptr) continue;
+    Slot& source = *s->wait_source;
+    const bool gone = !source.busy || source.job_id != s->wait_job_id;
+    if (!gone && source.prefilled < s->wait_until) continue;
+    s->wait_source = nullptr;
+    ReusePlan plan = PlanReuse(s->prompt, s.get());
+    if (plan.keep > s->prefilled) {
+      s->prefilled = ApplyReuse(plan);
+      s->out.stats.cached_tokens = static_cast<int32_t>(s->prefilled);
+      PlanCheckpoints(*s);
+    }
+    // The source ended before the shared prefix: the first waiter re-planned above now
+    // prefills it, and the rest wait for that one instead of each computing it.
+    if (gone) WaitForSharedPrefix(*s);
+  }
+}
+
+void EngineWorker::Admit(Job job) {
+  auto prompt = BuildPrompt(job);
   Status error = prompt.has_value() ? job.options.sampling.Validate() : prompt.error();
+  if (error.ok() && prompt->empty()) error = InvalidArgumentError("prompt is empty");
   if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
   const int64_t n_ctx = engine_->model_info().context_tokens;
   if (error.ok() && static_cast<int64_t>(prompt->size()) >= n_ctx) {
-    error = InvalidArgumentError("prompt too long (" + std::to_string(prompt->size()) +
-                                 " tokens >= context of " + std::to_string(n_ctx) + ")");
+    error = InvalidArgumentError("prompt too long (" + std::to_string(prompt->size()) + " tokens >= context of " +
+                                 std::to_string(n_ctx) + ")")
+                .WithReason(ErrorReason::kPromptTooLong);
   }
   std::unique_ptr<engine::Sampler> sampler;
   if (error.ok()) {
@@ -302,54 +480,41 @@ void EngineWorker::Admit(Job job) {
     else error = s.error();
   }
   if (!error.ok()) {
-    job.channel->Push({JobEvent::Type::kError, {}, {}, error});
+    job.channel->Push(JobEvent::Error(error));
     std::lock_guard<std::mutex> lock(mu_);
     std::erase(running_, job.channel);
     return;
   }
 
-  // The free slot whose cache shares the longest prefix with this prompt; else the least
-  // recently used one.
-  Slot* best = nullptr;
-  size_t best_common = 0;
-  for (auto& s : slots_) {
-    if (s->busy) continue;
-    size_t common = std::mismatch(s->resident.begin(), s->resident.end(), prompt->begin(), prompt->end()).first -
-                    s->resident.begin();
-    if (best == nullptr || common > best_common || (common == best_common && s->last_used < best->last_used)) {
-      best = s.get();
-      best_common = common;
-    }
-  }
-  Slot& slot = *best;
-  // At least the last prompt token is decoded anew, for its logits.
-  size_t keep = std::min(best_common, prompt->size() - 1);
-  engine_->TruncateSequence(slot.sequence, static_cast<int32_t>(keep));
-  slot.resident.resize(keep);
-
+  const ReusePlan plan = PlanReuse(*prompt);
+  Slot& slot = *plan.target;
+  const size_t keep = ApplyReuse(plan);
   slot.busy = true;
-  slot.last_used = ++use_counter_;
+  slot.job_id = static_cast<uint64_t>(++use_counter_);
+  slot.last_used = use_counter_;
   slot.prompt = std::move(*prompt);
   slot.prefilled = keep;
   slot.sampler = std::move(sampler);
   slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
-  slot.has_pending = false;
-  slot.utf8 = Utf8StreamAssembler();
-  slot.think = chat::ThinkStripper();
   slot.stops = chat::StopStrings(job.stop);
-  slot.out = engine::Completion();
   slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
-  slot.prefill_start_ms = 0;
+  if (auto* turn = std::get_if<SessionTurn>(&job.prompt)) slot.session_system = turn->system;
   slot.job = std::move(job);
-  if (slot.budget <= 0) Finish(slot, engine::FinishReason::kLength);
+  if (slot.budget <= 0) {
+    Finish(slot, engine::FinishReason::kLength);
+    return;
+  }
+  PlanCheckpoints(slot);
+  WaitForSharedPrefix(slot);
 }
 
 bool EngineWorker::Step() {
   // Cancelled jobs end before any more work is spent on them.
   for (auto& s : slots_) {
-    if (s->busy && s->job.channel->cancel_flag()->load()) Finish(*s, engine::FinishReason::kCancelled);
+    if (s->busy && s->job.channel->cancelled()) Finish(*s, engine::FinishReason::kCancelled);
   }
+  ResolveSharedPrefixWaits();
   std::vector<engine::DecodeItem> batch;
   std::vector<std::pair<Slot*, int32_t>> outputs;  // slot, its logits' index in the batch
   // Generating slots first: one token each, so streams keep flowing.
@@ -360,53 +525,103 @@ bool EngineWorker::Step() {
   }
   // Then prompt chunks, within the step's token budget.
   for (auto& s : slots_) {
-    if (!s->busy || s->has_pending || s->prefilled >= s->prompt.size()) continue;
-    int64_t room = batch_tokens_ - static_cast<int64_t>(batch.size());
-    if (room <= 0) break;
-    if (s->prefill_start_ms == 0) s->prefill_start_ms = NowMs();
-    size_t n = std::min<size_t>(room, s->prompt.size() - s->prefilled);
-    for (size_t i = 0; i < n; ++i) {
-      size_t at = s->prefilled + i;
-      bool last = at + 1 == s->prompt.size();
-      if (last) outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size()));
-      batch.push_back({s->sequence, static_cast<int32_t>(at), s->prompt[at], last});
-    }
+    if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
+    if (!s->busy || s->has_pending || s->wait_source != nullptr || s->prefilled >= s->prompt.size()) continue;
+    AddPromptChunk(*s, &batch);
+    if (batch.back().logits) outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size() - 1));
   }
   if (batch.empty()) return false;
-
-  Status st = engine_->DecodeBatch(batch);
-  if (!st.ok()) {
-    for (auto& s : slots_) {
-      if (s->busy) Fail(*s, st);
-    }
+  ++steps_;
+  if (Status st = engine_->DecodeBatch(batch); !st.ok()) {
+    RecoverFailedStep(batch, st);
     return true;
   }
-  // Record what is now in each sequence's cache.
-  for (const auto& item : batch) {
+  AfterDecode(batch, outputs);
+  return true;
+}
+
+// Adds the slot's next prompt tokens, up to the step's room and ending at the next
+// checkpoint, so the state after exactly those tokens can be saved.
+void EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch) {
+  if (!slot.prefill_started) {
+    slot.prefill_started = true;
+    slot.prefill_start_ms = clock_.NowMs();
+    slot.out.stats.prefill_step = steps_.load() + 1;  // the step about to run
+  }
+  size_t end = std::min(slot.prompt.size(), slot.prefilled + (options_.batch_tokens - batch->size()));
+  for (size_t at : slot.checkpoint_at) {
+    if (at > slot.prefilled) {
+      end = std::min(end, at);
+      break;
+    }
+  }
+  for (size_t at = slot.prefilled; at < end; ++at) {
+    batch->push_back({slot.sequence, static_cast<int32_t>(at), slot.prompt[at], at + 1 == slot.prompt.size()});
+  }
+}
+
+void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
+                               const std::vector<std::pair<Slot*, int32_t>>& outputs) {
+  // Record what is now in each sequence's memory.
+  for (const auto& item : items) {
     Slot& s = *slots_[item.sequence];
     s.resident.push_back(item.token);
     if (!s.has_pending) s.prefilled = std::max(s.prefilled, static_cast<size_t>(item.position) + 1);
+  }
+  for (auto& s : slots_) {
+    if (!s->busy || s->checkpoint_at.empty() || s->checkpoint_at.front() != s->prefilled) continue;
+    s->checkpoint_at.erase(s->checkpoint_at.begin());
+    auto state = engine_->SaveSequenceState(s->sequence);
+    if (state.has_value()) {
+      checkpoints_.Put({s->prompt.begin(), s->prompt.begin() + static_cast<ptrdiff_t>(s->prefilled)}, std::move(*state));
+    } else {
+      Log(LogLevel::kWarn, "checkpoint_failed", {{"error", state.error().ToString()}});
+    }
   }
   // Published before any token of this step is: a client that has seen a token sees a health
   // report that includes it.
   PublishHealth();
   for (auto& [slot, index] : outputs) {
-    if (!slot->has_pending) slot->prefill_end_ms = static_cast<double>(NowMs());
+    if (!slot->has_pending) slot->prefill_end_ms = clock_.NowMs();
     slot->has_pending = false;
     Sample(*slot, index);
   }
-  return true;
+}
+
+// A failed step is retried one sequence at a time: the request whose tokens the engine
+// refuses fails alone, with the engine's error, and every other one goes on.
+void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error) {
+  Log(LogLevel::kWarn, "decode_step_failed", {{"error", error.ToString()}, {"tokens", std::to_string(batch.size())}});
+  std::map<int32_t, std::vector<engine::DecodeItem>> per_sequence;
+  for (const auto& item : batch) per_sequence[item.sequence].push_back(item);
+  for (auto& [sequence, items] : per_sequence) {
+    Slot& slot = *slots_[sequence];
+    // Undo whatever the failed call kept of this sequence. A recurrent state that moved on
+    // cannot be undone: that request fails too.
+    Status st = engine_->TruncateSequence(sequence, static_cast<int32_t>(slot.resident.size()));
+    if (st.ok()) st = engine_->DecodeBatch(items);
+    if (!st.ok()) {
+      Fail(slot, st);
+      continue;
+    }
+    std::vector<std::pair<Slot*, int32_t>> outputs;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].logits) outputs.emplace_back(&slot, static_cast<int32_t>(i));
+    }
+    AfterDecode(items, outputs);
+  }
 }
 
 void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   engine::GenerationStats& st = slot.out.stats;
   engine::TokenId token = slot.sampler->Sample(output_index);
-  const int64_t now = NowMs();
+  const int64_t now = clock_.NowMs();
   const auto now_precise = std::chrono::steady_clock::now();
   if (st.generated_tokens == 0 && slot.first_token_ms == 0) {
     slot.first_token_ms = now;
+    st.first_token_step = steps_.load();
     st.ttft_ms = static_cast<double>(now - slot.job.submitted_ms);
-    st.prefill_ms = slot.prefill_end_ms - static_cast<double>(slot.prefill_start_ms);
+    st.prefill_ms = static_cast<double>(slot.prefill_end_ms - slot.prefill_start_ms);
     metrics_.ttft_seconds.Observe(st.ttft_ms / 1000.0);
   } else {
     metrics_.inter_token_seconds.Observe(std::chrono::duration<double>(now_precise - slot.last_token).count());
@@ -420,11 +635,7 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   ++st.generated_tokens;
   std::string text = slot.utf8.Push(engine_->TokenText(token));
   if (slot.job.options.strip_think) text = slot.think.Push(text);
-  text = slot.stops.Push(text);
-  if (!text.empty()) {
-    slot.out.text += text;
-    if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, text, {}, {}});
-  }
+  Emit(slot, slot.stops.Push(text));
   if (slot.stops.stopped()) {
     Finish(slot, engine::FinishReason::kStop);
     return;
@@ -437,60 +648,66 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   slot.has_pending = true;
 }
 
+void EngineWorker::Emit(Slot& slot, std::string text) {
+  if (text.empty()) return;
+  slot.out.text += text;
+  if (slot.job.stream) slot.job.channel->Push(JobEvent::Text(std::move(text)));
+}
+
 void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   engine::GenerationStats& st = slot.out.stats;
   st.finish_reason = reason;
-  if (slot.first_token_ms != 0) st.decode_ms = static_cast<double>(NowMs() - slot.first_token_ms);
+  if (slot.first_token_ms != 0) st.decode_ms = static_cast<double>(clock_.NowMs() - slot.first_token_ms);
   std::string tail = slot.utf8.Finish();
   if (slot.job.options.strip_think) tail = slot.think.Push(tail) + slot.think.Finish();
   tail = slot.stops.Push(tail);
-  tail += slot.stops.Finish();
-  if (!tail.empty()) {
-    slot.out.text += tail;
-    if (slot.job.stream) slot.job.channel->Push({JobEvent::Type::kText, tail, {}, {}});
-  }
+  Emit(slot, tail + slot.stops.Finish());
   RecordFinished(st);
-  if (!slot.job.session.empty()) {
+  if (auto* turn = std::get_if<SessionTurn>(&slot.job.prompt)) {
     // The turn joins the session's history: exactly the tokens fed and generated.
     std::lock_guard<std::mutex> lock(mu_);
-    Session& session = sessions_[slot.job.session];
-    session.system = slot.job.system;
+    Session& session = sessions_[turn->session];
+    session.system = slot.session_system;
     session.tokens = slot.prompt;
     session.tokens.insert(session.tokens.end(), slot.out.tokens.begin(), slot.out.tokens.end());
     session.last_used = ++use_counter_;
-    while (sessions_.size() > max_sessions_) {
+    while (sessions_.size() > options_.max_sessions) {
       auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
         return a.second.last_used < b.second.last_used;
       });
       sessions_.erase(oldest);
     }
   }
-  slot.job.channel->Push({JobEvent::Type::kDone, {}, std::move(slot.out), {}});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase(running_, slot.job.channel);
-  }
-  slot.busy = false;
-  slot.has_pending = false;
-  slot.first_token_ms = 0;
-  slot.sampler.reset();
-  slot.job = Job();
+  slot.job.channel->Push(JobEvent::Done(std::move(slot.out)));
+  EndJob(slot);
 }
 
 void EngineWorker::Fail(Slot& slot, const Status& status) {
-  slot.job.channel->Push({JobEvent::Type::kError, {}, {}, status});
+  slot.job.channel->Push(JobEvent::Error(status));
+  // The memory state of a failed step is unknown: start this sequence over next time.
+  if (Status cleared = engine_->TruncateSequence(slot.sequence, 0); !cleared.ok()) {
+    Log(LogLevel::kError, "sequence_clear_failed", {{"error", cleared.ToString()}});
+  }
+  slot.resident.clear();
+  EndJob(slot);
+}
+
+void EngineWorker::EndJob(Slot& slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase(running_, slot.job.channel);
   }
-  // The cache state of a failed step is unknown: start this sequence over next time.
-  engine_->TruncateSequence(slot.sequence, 0);
-  slot.resident.clear();
   slot.busy = false;
   slot.has_pending = false;
+  slot.prefill_started = false;
   slot.first_token_ms = 0;
+  slot.wait_source = nullptr;
+  slot.checkpoint_at.clear();
   slot.sampler.reset();
-  slot.job = Job();
+  slot.utf8 = Utf8StreamAssembler();
+  slot.think = chat::ThinkStripper();
+  slot.out = engine::Completion();
+  slot.job = Job{.channel = nullptr};  // no new channel for an empty slot
 }
 
 }  // namespace llmd::sched

@@ -4,12 +4,10 @@ namespace llmd::sched {
 
 Job GuardJob(const config::DaemonConfig& c, const std::string& prompt, const std::string& answer) {
   Job job;
-  job.system = c.guard_system;
-  job.user = "User: " + prompt + "\n\nAssistant: " + answer;
+  job.prompt = OneShotChat{c.guard_system, "User: " + prompt + "\n\nAssistant: " + answer};
   job.options.max_tokens = 64;  // a verdict and a categories line
   job.options.sampling = engine::SamplingParams::Greedy();
   job.options.sampling.grammar = c.guard_grammar;
-  job.channel = std::make_shared<JobChannel>();
   return job;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "sched/engine_worker.h"
+#include "sched/job.h"
 
 namespace llmd::sched {
 

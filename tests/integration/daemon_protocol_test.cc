@@ -2,6 +2,7 @@
 // 1-12 and 40-41. Every test also checks the daemon keeps serving afterwards.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -147,18 +148,19 @@ TEST_F(DaemonProtocolTest, Item05_TruncatedFrameRunsNothing) {
 }
 
 TEST_F(DaemonProtocolTest, Item06_SlowlorisHitsTheFrameDeadline) {
+  const size_t before = daemon_->CountLog("reason=frame_timeout");
   RawConn c(daemon_->socket());
   ASSERT_TRUE(c.Write(std::string("\0\0\0\x20", 4)));
-  auto start = std::chrono::steady_clock::now();
   bool closed = false;
-  for (int i = 0; i < 30 && !closed; ++i) {
+  // A byte every 300 ms keeps the idle deadline away; only the frame deadline can close it.
+  for (int i = 0; i < 200 && !closed; ++i) {
     c.Write("x");
     pollfd p{c.fd(), POLLIN, 0};
     closed = ::poll(&p, 1, 300) > 0;
   }
-  auto took = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(closed);
-  EXPECT_LT(took, std::chrono::seconds(4)) << "the 1 s frame deadline closed it";
+  EXPECT_TRUE(daemon_->WaitForLog("reason=frame_timeout", std::chrono::seconds(10)));
+  EXPECT_EQ(daemon_->CountLog("reason=frame_timeout"), before + 1) << "closed by the frame deadline";
   ExpectServing();
 }
 
@@ -166,14 +168,11 @@ TEST_F(DaemonProtocolTest, Item07_IdleConnectionsCannotLockOthersOut) {
   std::vector<std::unique_ptr<RawConn>> idle;
   for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConn>(daemon_->socket()));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  auto start = std::chrono::steady_clock::now();
   RawConn fifth(daemon_->socket());
   ASSERT_TRUE(fifth.Send(HealthRequest()));
-  auto r = fifth.Receive(6000);
-  auto took = std::chrono::steady_clock::now() - start;
+  auto r = fifth.Receive(30000);  // liveness only
   ASSERT_TRUE(r.has_value()) << "a bounded wait, never a lockout";
   EXPECT_EQ(r->type, Response::Type::kHealth) << "served once an idle peer timed out";
-  EXPECT_LT(took, std::chrono::seconds(4));
   for (auto& c : idle) EXPECT_TRUE(c->ClosedByPeer(3000)) << "idle timeout";
 }
 
@@ -287,45 +286,62 @@ TEST(DaemonBatching, FourInterleavedStreamsEachMatchTheirSoloRun) {
   EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
 }
 
-// After a busy period that served several requests at once, a burst of new requests sent a
-// millisecond apart shares one prefill step (the admission window) instead of the late ones
-// waiting behind the first one's whole prompt. On the 0.6B model one ~100-token prefill takes
-// hundreds of ms, so without the window three of the four would wait that long before their
-// own prefill started.
+// After a busy period that served several requests at once, a burst of new requests shares
+// one prefill step (the admission window) instead of the late ones waiting behind the first
+// one's whole prompt. Asserted by structure: the scheduler's step counter at which each
+// request's prefill began (the "generated" log line), never by time. The window is made long
+// here so a slow machine cannot split the burst; it still ends as soon as every slot has a
+// request, which is the property under test.
 TEST(DaemonBatching, ABurstAfterConcurrentWorkSharesOnePrefillStep) {
-  DaemonProcess d({"--parallel", "4", "--threads", "2"}, Qwen06bQ4Path());
+  DaemonProcess d({"--parallel", "4", "--admission-window-ms", "60000", "--log-level", "debug"});
   ASSERT_TRUE(d.ready()) << d.log();
+  GenerateOptions o;
+  o.temperature = 0.0f;
+  // A busy period serving two at once: a long stream, and a short request sent while it runs.
+  {
+    LlmClient c(d.socket(), std::chrono::seconds(120));
+    std::atomic<bool> first_token{false};
+    std::thread long_one([&] {
+      GenerateOptions lo = o;
+      lo.max_tokens = 256;
+      LlmClient lc(d.socket(), std::chrono::seconds(120));
+      (void)lc.GenerateStream("Tell me a long story.", lo, [&](std::string_view) {
+        first_token = true;
+        return true;
+      });
+    });
+    while (!first_token.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    GenerateOptions so = o;
+    so.max_tokens = 2;
+    ASSERT_TRUE(c.GenerateStream("Hello there.", so, nullptr).has_value());
+    long_one.join();
+  }
+  const size_t before = d.CountLog("llmd debug generated ");
   std::string words;
   for (int i = 0; i < 90; ++i) words += " river";
-  auto wave = [&](int round, std::vector<Generation>* out) {
-    std::vector<std::thread> threads;
-    out->assign(4, Generation());
-    for (int i = 0; i < 4; ++i) {
-      threads.emplace_back([&, i] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(i));  // a burst, not one instant
-        LlmClient c(d.socket(), std::chrono::seconds(120));
-        GenerateOptions o;
-        o.max_tokens = 2;
-        o.temperature = 0.0f;
-        auto g = c.GenerateStream("Round " + std::to_string(round) + " client " + std::to_string(i) + ":" + words, o,
-                                  nullptr);
-        if (g.has_value()) (*out)[i] = *g;
-      });
-    }
-    for (auto& t : threads) t.join();
-  };
-  std::vector<Generation> first, second;
-  wave(0, &first);  // the busy period that served four at once
-  wave(1, &second);
+  std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
-    ASSERT_GT(second[i].prompt_tokens, 90u) << "request " << i << " failed";
-    // Time from arrival to the start of its prefill: the TTFT not spent prefilling.
-    const float waited = second[i].ttft_ms - second[i].prefill_ms;
-    if (!UnderSanitizer()) {
-      EXPECT_LT(waited, 100.0f) << "request " << i << " waited " << waited << " ms (prefill "
-                                << second[i].prefill_ms << " ms) before its prefill started";
-    }
+    threads.emplace_back([&, i] {
+      LlmClient c(d.socket(), std::chrono::seconds(120));
+      GenerateOptions bo = o;
+      bo.max_tokens = 2;
+      auto g = c.GenerateStream("Client " + std::to_string(i) + ":" + words, bo, nullptr);
+      EXPECT_TRUE(g.has_value()) << "request " << i << " failed";
+    });
   }
+  for (auto& t : threads) t.join();
+  // The burst's four "generated" lines, after the ones before it.
+  std::vector<std::string> steps;
+  const std::string log = d.log();
+  size_t at = 0;
+  for (size_t n = 0; (at = log.find("llmd debug generated ", at)) != std::string::npos; ++n, ++at) {
+    if (n < before) continue;
+    const size_t key = log.find("prefill_step=", at);
+    ASSERT_NE(key, std::string::npos);
+    steps.push_back(log.substr(key + 13, log.find_first_of(" \n", key) - key - 13));
+  }
+  ASSERT_EQ(steps.size(), 4u) << log;
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(steps[i], steps[0]) << "request " << i << " began its prefill in another step";
 }
 
 TEST_F(DaemonProtocolTest, ChatSessionsReuseThePreviousTurn) {
@@ -335,7 +351,7 @@ TEST_F(DaemonProtocolTest, ChatSessionsReuseThePreviousTurn) {
   o.temperature = 0.0f;
   auto t1 = client.Chat("s1", "Hello!", o, nullptr);
   ASSERT_TRUE(t1.has_value()) << t1.error().ToString();
-  EXPECT_EQ(t1->cached_tokens, 0u);
+  EXPECT_LT(t1->cached_tokens, t1->prompt_tokens) << "a new session may reuse a shared template prefix, not its own turn";
   auto t2 = client.Chat("s1", "And then?", o, nullptr);
   ASSERT_TRUE(t2.has_value());
   const uint32_t history = t1->prompt_tokens + t1->tokens_generated;
@@ -401,13 +417,23 @@ TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
     RawConn c(daemon_->socket());  // before the first token
     ASSERT_TRUE(c.Send(GenerateRequest(std::string(3000, 'a'), 256, true)));
   }
-  ASSERT_TRUE(daemon_->WaitForLog("client_gone", std::chrono::seconds(5)));
-  auto start = std::chrono::steady_clock::now();
+  // The generation was cancelled (its handler saw the peer go) and every slot was freed
+  // (the wait is a liveness bound only).
+  for (int i = 0; i < 600 && daemon_->CountLog("client_gone") < gone_before + 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(daemon_->CountLog("client_gone"), gone_before + 1);
+  uint32_t active = 1;
+  for (int i = 0; i < 600 && active > 0; ++i) {
+    auto st = client.Stats();
+    ASSERT_TRUE(st.has_value());
+    active = st->active;
+    if (active > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(active, 0u) << "the cancelled generations still hold their slots";
   auto next = client.Generate("Count slowly.", 16);
   ASSERT_TRUE(next.has_value()) << next.error().ToString();
   EXPECT_EQ(next->text, reference->text) << "the freed slot gives correct output";
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  EXPECT_GE(daemon_->CountLog("client_gone"), gone_before + 1);
 }
 
 TEST_F(DaemonProtocolTest, Item41_HalfCloseStillGetsTheWholeReply) {

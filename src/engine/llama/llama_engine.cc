@@ -17,7 +17,6 @@
 #include <thread>
 
 #include "chat/text_safety.h"
-#include "chat/think_stripper.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_placement.h"
@@ -100,23 +99,6 @@ class LlamaSampler final : public Sampler {
   llama_context* ctx_;
 };
 
-class LlamaChatSession final : public ChatSession {
- public:
-  LlamaChatSession(LlamaEngine& engine, std::string system)
-      : engine_(engine), system_(std::move(system)) {}
-
-  Result<Completion> Send(std::string_view user, const GenerateOptions& options,
-                          const TextSink& on_text) override;
-  const std::vector<TokenId>& tokens() const override { return history_; }
-  int32_t turns() const override { return turns_; }
-
- private:
-  LlamaEngine& engine_;
-  std::string system_;
-  std::vector<TokenId> history_;
-  int32_t turns_ = 0;
-};
-
 class LlamaEngine final : public Engine {
  public:
   explicit LlamaEngine(bool verbose) { InitBackendOnce(verbose); }
@@ -125,36 +107,6 @@ class LlamaEngine final : public Engine {
   Status Load(const EngineConfig& config) override;
   bool loaded() const override { return ctx_ != nullptr; }
   const ModelInfo& model_info() const override { return info_; }
-
-  Result<Completion> Generate(std::string_view system, std::string_view user,
-                              const GenerateOptions& options, const TextSink& on_text) override {
-    auto start = Clock::now();
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
-    LLMD_ASSIGN_OR_RETURN(std::string clean, chat::SanitizeUserInput(user));
-    LLMD_RETURN_IF_ERROR(CheckSystem(system));
-    LLMD_ASSIGN_OR_RETURN(auto prompt, TokenizePieces(chat_template_->FirstTurn(system, clean),
-                                                      /*first=*/true));
-    return Run(std::move(prompt), options, on_text, start);
-  }
-
-  Result<Completion> Complete(std::string_view prompt, const GenerateOptions& options,
-                              const TextSink& on_text) override {
-    auto start = Clock::now();
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
-    if (size_t bad = FindInvalidUtf8(prompt); bad != std::string_view::npos) {
-      return InvalidArgumentError("prompt is not valid UTF-8 (first bad byte at offset " +
-                                  std::to_string(bad) + ")");
-    }
-    LLMD_ASSIGN_OR_RETURN(auto tokens, Tokenize(prompt, llama_vocab_get_add_bos(vocab_), false));
-    return Run(std::move(tokens), options, on_text, start);
-  }
-
-  Result<std::unique_ptr<ChatSession>> StartChat(std::string_view system) override {
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
-    LLMD_RETURN_IF_ERROR(CheckSystem(system));
-    return std::unique_ptr<ChatSession>(
-        std::make_unique<LlamaChatSession>(*this, std::string(system)));
-  }
 
   Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_bos,
                                         bool parse_special) const override;
@@ -232,10 +184,54 @@ class LlamaEngine final : public Engine {
     return Status::Ok();
   }
 
-  void TruncateSequence(int32_t sequence, int32_t position) override {
-    if (ctx_) llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1);
-    if (sequence == 0 && static_cast<size_t>(position) < resident_.size()) resident_.resize(position);
+  Status TruncateSequence(int32_t sequence, int32_t position) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    // Recurrent memory refuses a cut inside the sequence (llama-memory-recurrent.cpp seq_rm)
+    // and then changes nothing.
+    if (!llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1)) {
+      return UnimplementedError("this model's memory cannot cut sequence " + std::to_string(sequence) +
+                                " at position " + std::to_string(position));
+    }
+    return Status::Ok();
   }
+
+  Status CopySequence(int32_t src, int32_t dst) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (src == dst) return Status::Ok();
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    // Separate KV streams per sequence copy whole buffers only (llama-kv-cache.cpp seq_cp).
+    if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
+    llama_memory_seq_cp(mem, src, dst, -1, -1);
+    return Status::Ok();
+  }
+
+  Result<std::string> SaveSequenceState(int32_t sequence) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
+    const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    std::string state(size, '\0');
+    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data()), size,
+                                                        sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    if (written == 0 || written > size) return InternalError("could not save the state of sequence " + std::to_string(sequence));
+    state.resize(written);
+    return state;
+  }
+
+  Status RestoreSequenceState(int32_t sequence, const std::string& state) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
+    size_t read = 0;
+    try {
+      read = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data()), state.size(),
+                                          sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    } catch (const std::exception& e) {
+      return InternalError(std::string("could not restore a checkpoint: ") + e.what());
+    }
+    if (read == 0) return InternalError("could not restore a checkpoint into sequence " + std::to_string(sequence));
+    return Status::Ok();
+  }
+
+  TokenId MessageStartToken() const override { return message_start_; }
 
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
@@ -261,21 +257,13 @@ class LlamaEngine final : public Engine {
     return text;
   }
 
-  GenerationStats last_stats() const override { return last_stats_; }
-
-
-  void Reset() override {
-    if (ctx_) llama_memory_clear(llama_get_memory(ctx_.get()), true);
-    resident_.clear();
-  }
-
   void Release() override {
     chat_template_.reset();
     ctx_.reset();
     threadpool_.reset();  // after the context that uses it
     model_.reset();
     vocab_ = nullptr;
-    resident_.clear();
+    message_start_ = -1;
     info_ = {};
   }
 
@@ -290,13 +278,6 @@ class LlamaEngine final : public Engine {
     }
     return out;
   }
-
-  // Prefills what of `prompt` is not already in the KV cache, then samples up to
-  // options.max_tokens tokens.
-  Result<Completion> Run(std::vector<TokenId> prompt, const GenerateOptions& options,
-                         const TextSink& on_text, Clock::time_point start);
-
-  const ChatTemplate& chat_template() const { return *chat_template_; }
 
  private:
   Status RequireLoaded() const {
@@ -318,10 +299,8 @@ class LlamaEngine final : public Engine {
     if (!IsValidUtf8(system)) return InvalidArgumentError("system prompt is not valid UTF-8");
     return Status::Ok();
   }
-  Status Prefill(const std::vector<TokenId>& prompt, size_t from,
-                 const std::atomic<bool>* cancel);
-  Status DecodeOne(TokenId token);
   llama_sampler_ptr NewSamplerChain(const SamplingParams& p) const;
+  void DescribeModel(const format::ModelFileInfo& file, const LlamaPlacement& placement, ggml_type kv_type);
   std::string Piece(TokenId token, bool special = false) const;
 
   EngineConfig config_;
@@ -334,10 +313,8 @@ class LlamaEngine final : public Engine {
   llama_context_ptr ctx_;
   const llama_vocab* vocab_ = nullptr;
   std::unique_ptr<ChatTemplate> chat_template_;
-  std::vector<TokenId> resident_;  // tokens in the KV cache, positions 0..n-1
+  TokenId message_start_ = -1;
   ModelInfo info_;
-  double load_ms_ = 0;
-  GenerationStats last_stats_;
 };
 
 Status LlamaEngine::Load(const EngineConfig& config) {
@@ -411,6 +388,12 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   chat_template_ = std::make_unique<ChatTemplate>(model_.get());
   config_ = config;
 
+  DescribeModel(file, placement, kv_type);
+  info_.load_ms = MsSince(start);
+  return Status::Ok();
+}
+
+void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPlacement& placement, ggml_type kv_type) {
   char desc[256];
   llama_model_desc(model_.get(), desc, sizeof desc);
   info_.architecture = file.gguf.architecture;
@@ -418,7 +401,8 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   info_.file_bytes = file.file_bytes;
   info_.parameters = llama_model_n_params(model_.get());
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
-  info_.sequences = config.sequences;
+  info_.sequences = config_.sequences;
+  info_.vocab_size = llama_vocab_n_tokens(vocab_);
   {
     // FNV-1a over what identifies the model's weights and vocabulary.
     std::string id = info_.architecture + "|" + info_.description + "|" + std::to_string(info_.file_bytes) + "|" +
@@ -428,12 +412,22 @@ Status LlamaEngine::Load(const EngineConfig& config) {
     for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
     info_.fingerprint = h;
   }
-  info_.kv_cache_bytes = KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
-  info_.vocab_size = llama_vocab_n_tokens(vocab_);
+  // A recurrent state (Gated DeltaNet, Mamba) cannot be cut inside a sequence; its state
+  // after a prefix is saved and restored instead (llama_state_seq_*_ext, PARTIAL_ONLY).
+  const bool recurrent = llama_model_is_recurrent(model_.get()) || llama_model_is_hybrid(model_.get());
+  info_.memory.partial_truncation = !recurrent;
+  info_.memory.state_checkpoints = recurrent;
+  info_.memory.sequence_copy = true;
   info_.has_chat_template = chat_template_->from_model();
   info_.placement = MeasurePlacement(ctx_.get(), placement.plan);
   info_.placement_plan = placement.plan.Describe();
   info_.placement_why = placement.plan.why;
+  // What llama.cpp allocated for the sequences' memory (KV and recurrent state) where it
+  // says; the K/V formula otherwise (it over-counts hybrid models, whose GDN layers hold no KV).
+  uint64_t allocated = 0;
+  for (const auto& d : info_.placement) allocated += d.context_bytes;
+  info_.kv_cache_bytes =
+      allocated > 0 ? allocated : KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
   // The main device: the first that holds layers, else the CPU.
   std::string main = "CPU";
   for (size_t i = 1; i < placement.plan.parts.size() && main == "CPU"; ++i) {
@@ -444,10 +438,9 @@ Status LlamaEngine::Load(const EngineConfig& config) {
       info_.device_index = static_cast<uint8_t>(std::min<size_t>(i, 255));
     }
   }
-  load_ms_ = MsSince(start);
-  last_stats_ = GenerationStats{};
-  last_stats_.load_ms = load_ms_;
-  return Status::Ok();
+  // <|im_start|> as one control token, where the vocabulary has it.
+  auto start = Tokenize("<|im_start|>", false, true);
+  message_start_ = start.has_value() && start->size() == 1 ? start->front() : -1;
 }
 
 Result<std::vector<TokenId>> LlamaEngine::Tokenize(std::string_view text, bool add_bos,
@@ -486,170 +479,20 @@ llama_sampler_ptr LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
     if (grammar == nullptr) return nullptr;
     llama_sampler_chain_add(chain.get(), grammar);
   }
+  // Penalties come before the choice, greedy or not, as in llama.cpp's own chains.
+  if (p.repeat_penalty > 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    llama_sampler_chain_add(chain.get(), llama_sampler_init_penalties(llama_vocab_n_tokens(vocab_), 64, p.repeat_penalty, p.frequency_penalty,
+                                                                      p.presence_penalty));
+  }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
     return chain;
-  }
-  if (p.repeat_penalty > 1.0f) {
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_penalties(llama_vocab_n_tokens(vocab_), 64, p.repeat_penalty, 0, 0));
   }
   llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(p.top_k));
   llama_sampler_chain_add(chain.get(), llama_sampler_init_top_p(p.top_p, 1));
   llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(p.temperature));
   llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(p.seed));
   return chain;
-}
-
-Status LlamaEngine::Prefill(const std::vector<TokenId>& prompt, size_t from,
-                            const std::atomic<bool>* cancel) {
-  const size_t chunk = static_cast<size_t>(config_.batch_tokens);
-  llama_batch batch = llama_batch_init(static_cast<int32_t>(chunk), 0, 1);
-  Status status;
-  for (size_t i = from; i < prompt.size() && status.ok(); i += chunk) {
-    if (cancel && cancel->load(std::memory_order_relaxed)) {
-      status = CancelledError("cancelled during prompt processing");
-      break;
-    }
-    size_t n = std::min(chunk, prompt.size() - i);
-    batch.n_tokens = static_cast<int32_t>(n);
-    for (size_t j = 0; j < n; ++j) {
-      batch.token[j] = prompt[i + j];
-      batch.pos[j] = static_cast<llama_pos>(i + j);
-      batch.n_seq_id[j] = 1;
-      batch.seq_id[j][0] = 0;
-      batch.logits[j] = (i + j + 1 == prompt.size());
-    }
-    int32_t rc = llama_decode(ctx_.get(), batch);
-    if (rc != 0) {
-      status = InternalError("llama_decode failed with code " + std::to_string(rc) +
-                             " during prompt processing");
-      break;
-    }
-    resident_.insert(resident_.end(), prompt.begin() + static_cast<ptrdiff_t>(i),
-                     prompt.begin() + static_cast<ptrdiff_t>(i + n));
-  }
-  llama_batch_free(batch);
-  return status;
-}
-
-Status LlamaEngine::DecodeOne(TokenId token) {
-  llama_batch batch = llama_batch_get_one(&token, 1);
-  int32_t rc = llama_decode(ctx_.get(), batch);
-  if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
-  resident_.push_back(token);
-  return Status::Ok();
-}
-
-Result<Completion> LlamaEngine::Run(std::vector<TokenId> prompt, const GenerateOptions& options,
-                                    const TextSink& on_text, Clock::time_point start) {
-  LLMD_RETURN_IF_ERROR(options.sampling.Validate());
-  PinCallingThread();
-  if (options.max_tokens < 0) return InvalidArgumentError("max_tokens must be >= 0");
-  if (prompt.empty()) return InvalidArgumentError("prompt is empty");
-  const int64_t n_ctx = llama_n_ctx_seq(ctx_.get());
-  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
-    return InvalidArgumentError("prompt too long (" + std::to_string(prompt.size()) +
-                                " tokens >= context of " + std::to_string(n_ctx) + ")");
-  }
-  // Room left in the context bounds the reply, whatever max_tokens asked for.
-  const int64_t budget =
-      std::min<int64_t>(options.max_tokens, n_ctx - static_cast<int64_t>(prompt.size()));
-
-  Completion out;
-  GenerationStats& st = out.stats;
-  st.load_ms = load_ms_;
-  st.prompt_tokens = static_cast<int32_t>(prompt.size());
-  if (budget == 0) {
-    st.finish_reason = FinishReason::kLength;
-    last_stats_ = st;
-    return out;
-  }
-
-  // Reuse the longest common prefix of the KV cache; at least one token is decoded anew so
-  // there are logits to sample from.
-  size_t keep = std::mismatch(resident_.begin(), resident_.end(), prompt.begin(), prompt.end()).first -
-                resident_.begin();
-  keep = std::min(keep, prompt.size() - 1);
-  llama_memory_t mem = llama_get_memory(ctx_.get());
-  if (!llama_memory_seq_rm(mem, 0, static_cast<llama_pos>(keep), -1)) {
-    llama_memory_clear(mem, true);
-    keep = 0;
-  }
-  resident_.resize(keep);
-  st.cached_tokens = static_cast<int32_t>(keep);
-
-  auto prefill_start = Clock::now();
-  Status prefill = Prefill(prompt, keep, options.cancel);
-  st.prefill_ms = MsSince(prefill_start);
-  if (prefill.code() == StatusCode::kCancelled) {
-    st.finish_reason = FinishReason::kCancelled;
-    last_stats_ = st;
-    return out;
-  }
-  LLMD_RETURN_IF_ERROR(prefill);
-
-  llama_sampler_ptr sampler = NewSamplerChain(options.sampling);
-  if (!sampler) return InvalidArgumentError("the grammar does not parse (GBNF, rule \"root\")");
-  Utf8StreamAssembler utf8;
-  chat::ThinkStripper think;
-  std::string visible;
-  auto emit = [&](std::string text) {
-    if (options.strip_think) text = think.Push(text);
-    visible += text;
-    return !on_text || text.empty() || on_text(text);
-  };
-
-  Clock::time_point first_token;
-  st.finish_reason = FinishReason::kLength;
-  for (int64_t i = 0; i < budget; ++i) {
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
-      st.finish_reason = FinishReason::kCancelled;
-      break;
-    }
-    TokenId token = llama_sampler_sample(sampler.get(), ctx_.get(), -1);
-    if (i == 0) {
-      first_token = Clock::now();
-      st.ttft_ms = std::chrono::duration<double, std::milli>(first_token - start).count();
-    }
-    if (llama_vocab_is_eog(vocab_, token)) {
-      st.finish_reason = FinishReason::kStop;
-      break;
-    }
-    out.tokens.push_back(token);
-    st.generated_tokens++;
-    if (!emit(utf8.Push(Piece(token)))) {
-      st.finish_reason = FinishReason::kCancelled;
-      break;
-    }
-    if (i + 1 == budget) break;  // the last token needs no decode
-    Status s = DecodeOne(token);
-    if (!s.ok()) return s;
-  }
-  if (st.generated_tokens > 0) st.decode_ms = MsSince(first_token);
-
-  std::string tail = utf8.Finish();
-  if (options.strip_think) tail = think.Push(tail) + think.Finish();
-  visible += tail;
-  if (on_text && !tail.empty()) on_text(tail);
-  out.text = std::move(visible);
-  last_stats_ = st;
-  return out;
-}
-
-Result<Completion> LlamaChatSession::Send(std::string_view user, const GenerateOptions& options,
-                                          const TextSink& on_text) {
-  auto start = Clock::now();
-  LLMD_ASSIGN_OR_RETURN(std::string clean, chat::SanitizeUserInput(user));
-  chat::PromptPieces pieces = turns_ == 0 ? engine_.chat_template().FirstTurn(system_, clean)
-                                          : engine_.chat_template().NextTurn(system_, clean);
-  LLMD_ASSIGN_OR_RETURN(auto delta, engine_.TokenizePieces(pieces, /*first=*/turns_ == 0));
-  std::vector<TokenId> prompt = history_;
-  prompt.insert(prompt.end(), delta.begin(), delta.end());
-  LLMD_ASSIGN_OR_RETURN(Completion reply, engine_.Run(prompt, options, on_text, start));
-  history_ = std::move(prompt);
-  history_.insert(history_.end(), reply.tokens.begin(), reply.tokens.end());
-  ++turns_;
-  return reply;
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
-// LlamaEngine: the Engine over llama.cpp, for GGUF models. The only engine that touches
-// llama.cpp; everything it exposes is in our own types.
-//
-// One sequence of KV cache: a request whose tokens start with the tokens already in the
-// cache (the same system prompt, the next chat turn) prefills only the new suffix.
+// LlamaEngine: the Engine over llama.cpp, for GGUF models, dense (Qwen3) and hybrid (Qwen3.5:
+// Gated DeltaNet + attention). The only engine that touches llama.cpp; everything it exposes
+// is in our own types. Its memory capabilities come from llama_model_is_recurrent/_hybrid: a
+// recurrent state cannot be cut inside a sequence, so it offers state checkpoints instead.
 // Thread-safety: as Engine (one thread at a time).
 #ifndef LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_
 #define LLMD_ENGINE_LLAMA_LLAMA_ENGINE_H_

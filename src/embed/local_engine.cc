@@ -1,0 +1,195 @@
+#include "llmd/engine.h"
+
+#include <mutex>
+#include <shared_mutex>
+
+#include "engine/llama/llama_engine.h"
+#include "sched/engine_worker.h"
+#include "sched/warm_up.h"
+
+namespace llmd {
+
+LocalGenerateOptions LocalGenerateOptions::Greedy(int32_t max_tokens) {
+  LocalGenerateOptions o;
+  o.max_tokens = max_tokens;
+  o.temperature = 0.0f;
+  o.top_p = 1.0f;
+  o.top_k = 1;
+  o.repeat_penalty = 1.0f;
+  return o;
+}
+
+struct LocalEngine::Impl {
+  LocalEngineOptions options;
+  double load_ms = 0;
+  // Generations hold it shared; Reset and Release exclusively, so they wait for those.
+  mutable std::shared_mutex mu;
+  std::unique_ptr<sched::EngineWorker> worker;  // guarded by mu; null once released
+  mutable std::mutex stats_mu;
+  LocalStats last;                              // guarded by stats_mu
+  std::atomic<uint64_t> next_chat{0};
+
+  static sched::WorkerOptions WorkerOptionsFor() {
+    sched::WorkerOptions w;
+    w.queue_depth = 1024;  // in-process callers wait their turn rather than being refused
+    return w;
+  }
+
+  Result<std::string> Run(sched::Job job, const LocalGenerateOptions& o, const TextCallback& on_text) {
+    engine::SamplingParams& p = job.options.sampling;
+    p.temperature = o.temperature;
+    p.top_p = o.top_p;
+    p.top_k = o.top_k;
+    p.repeat_penalty = o.repeat_penalty;
+    p.seed = o.seed;
+    job.options.max_tokens = o.max_tokens;
+    job.stop = o.stop;
+    job.sanitize = options.sanitize;
+    job.stream = static_cast<bool>(on_text);
+    auto channel = job.channel;
+    std::shared_lock<std::shared_mutex> lock(mu);
+    if (!worker) return UnavailableError("the engine was released");
+    LLMD_RETURN_IF_ERROR(worker->Submit(std::move(job)));
+    bool forwarding = true;
+    while (true) {
+      auto event = channel->TryPop();
+      if (!event) {
+        channel->Wait(100);
+        continue;
+      }
+      switch (event->type) {
+        case sched::JobEvent::Type::kText:
+          // A callback that says stop cancels at the next step; the text so far is kept.
+          if (forwarding && !on_text(event->text)) {
+            forwarding = false;
+            channel->Cancel();
+          }
+          break;
+        case sched::JobEvent::Type::kError: return event->error;
+        case sched::JobEvent::Type::kDone: {
+          Record(event->completion.stats);
+          return std::move(event->completion.text);
+        }
+      }
+    }
+  }
+
+  void Record(const engine::GenerationStats& st) {
+    std::lock_guard<std::mutex> lock(stats_mu);
+    last = {load_ms, st.prefill_ms, st.ttft_ms, st.decode_ms, st.prompt_tokens, st.cached_tokens,
+            st.generated_tokens, std::string(engine::FinishReasonName(st.finish_reason))};
+  }
+};
+
+LocalEngine::LocalEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LocalEngine::~LocalEngine() { Release(); }
+
+Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, int32_t context_tokens,
+                                                       int32_t threads) {
+  LocalEngineOptions o;
+  o.context_tokens = context_tokens;
+  o.threads = threads;
+  return Load(path, o);
+}
+
+Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, const LocalEngineOptions& options) {
+  engine::EngineConfig config;
+  config.model_path = path;
+  config.context_tokens = options.context_tokens;
+  config.sequences = options.sequences;
+  config.threads = options.threads;
+  config.gpu_layers = options.gpu_layers;
+  auto engine = engine::NewLlamaEngine();
+  LLMD_RETURN_IF_ERROR(engine->Load(config));
+  const double load_ms = engine->model_info().load_ms;
+  LLMD_ASSIGN_OR_RETURN(engine, sched::WarmUp(std::move(engine), ""));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->load_ms = load_ms;
+  impl->last.load_ms = load_ms;
+  impl->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor());
+  return std::unique_ptr<LocalEngine>(new LocalEngine(std::move(impl)));
+}
+
+Result<std::string> LocalEngine::Generate(std::string_view system, std::string_view user, int32_t max_tokens) {
+  LocalGenerateOptions o;
+  o.max_tokens = max_tokens;
+  return Generate(system, user, o);
+}
+
+Result<std::string> LocalEngine::Generate(std::string_view system, std::string_view user,
+                                          const LocalGenerateOptions& options) {
+  return GenerateStream(system, user, options, {});
+}
+
+Result<std::string> LocalEngine::GenerateStream(std::string_view system, std::string_view user,
+                                                const LocalGenerateOptions& options, const TextCallback& on_text) {
+  sched::Job job;
+  job.prompt = sched::OneShotChat{std::string(system), std::string(user)};
+  return impl_->Run(std::move(job), options, on_text);
+}
+
+Result<std::string> LocalEngine::Complete(std::string_view prompt, const LocalGenerateOptions& options,
+                                          const TextCallback& on_text) {
+  sched::Job job;
+  job.prompt = sched::RawCompletion{std::string(prompt)};
+  return impl_->Run(std::move(job), options, on_text);
+}
+
+Result<std::unique_ptr<LocalChat>> LocalEngine::NewChat(std::string_view system) {
+  {
+    std::shared_lock<std::shared_mutex> lock(impl_->mu);
+    if (!impl_->worker) return UnavailableError("the engine was released");
+  }
+  const std::string session = "local-chat-" + std::to_string(++impl_->next_chat);
+  return std::unique_ptr<LocalChat>(new LocalChat(*impl_, std::string(system), session));
+}
+
+LocalStats LocalEngine::last_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->stats_mu);
+  return impl_->last;
+}
+
+void LocalEngine::Reset() {
+  std::unique_lock<std::shared_mutex> lock(impl_->mu);
+  if (!impl_->worker) return;
+  // A fresh worker over the same engine starts with empty memory and no sessions.
+  auto engine = impl_->worker->Release();
+  impl_->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor());
+}
+
+void LocalEngine::Release() {
+  if (!impl_) return;
+  std::unique_lock<std::shared_mutex> lock(impl_->mu);
+  impl_->worker.reset();  // stops the thread, then frees the model
+}
+
+LocalChat::LocalChat(LocalEngine::Impl& engine, std::string system, std::string session)
+    : engine_(engine), system_(std::move(system)), session_(std::move(session)) {}
+
+LocalChat::~LocalChat() { Clear(); }
+
+Result<std::string> LocalChat::Ask(std::string_view user, int32_t max_tokens) {
+  LocalGenerateOptions o;
+  o.max_tokens = max_tokens;
+  return Ask(user, o);
+}
+
+Result<std::string> LocalChat::Ask(std::string_view user, const LocalGenerateOptions& options,
+                                   const TextCallback& on_text) {
+  sched::Job job;
+  job.prompt = sched::SessionTurn{session_, system_, std::string(user)};
+  auto reply = engine_.Run(std::move(job), options, on_text);
+  if (reply.has_value()) ++turns_;
+  return reply;
+}
+
+void LocalChat::Clear() {
+  std::shared_lock<std::shared_mutex> lock(engine_.mu);
+  if (engine_.worker) (void)engine_.worker->EndSession(session_);
+  turns_ = 0;
+}
+
+int32_t LocalChat::turns() const { return turns_.load(); }
+
+}  // namespace llmd

@@ -1,0 +1,42 @@
+#include "http/openai_errors.h"
+
+namespace llmd::http {
+namespace {
+
+struct Row {
+  StatusCode code;
+  ErrorReason reason;  // kNone matches a code's every other reason
+  int status;
+  const char* type;
+  const char* code_name;
+  bool retry_after;    // answer Retry-After: 1
+};
+
+// First match wins: rows with a reason come before their code's catch-all row.
+constexpr Row kTable[] = {
+    {StatusCode::kInvalidArgument, ErrorReason::kPromptTooLong, 400, "invalid_request_error", "context_length_exceeded", false},
+    {StatusCode::kInvalidArgument, ErrorReason::kNone, 400, "invalid_request_error", "invalid_request", false},
+    {StatusCode::kNotFound, ErrorReason::kUnknownModel, 404, "invalid_request_error", "model_not_found", false},
+    {StatusCode::kNotFound, ErrorReason::kNone, 404, "invalid_request_error", "not_found", false},
+    {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded", true},
+    {StatusCode::kResourceExhausted, ErrorReason::kNone, 503, "server_error", "server_busy", true},
+    {StatusCode::kUnavailable, ErrorReason::kModelLoading, 503, "server_error", "loading", true},
+    {StatusCode::kUnavailable, ErrorReason::kNone, 503, "server_error", "unavailable", true},
+    {StatusCode::kDeadlineExceeded, ErrorReason::kNone, 504, "server_error", "timeout", false},
+    {StatusCode::kUnimplemented, ErrorReason::kNone, 501, "server_error", "unsupported", false},
+};
+
+}  // namespace
+
+ApiError OpenAiError(const Status& s) {
+  for (const Row& row : kTable) {
+    if (row.code == s.code() && (row.reason == ErrorReason::kNone || row.reason == s.reason())) {
+      Headers headers;
+      if (row.retry_after) headers.emplace_back("Retry-After", "1");
+      return {row.status, row.type, row.code_name, s.message(), std::move(headers)};
+    }
+  }
+  return {500, "server_error", "internal_error", s.message(), {}};
+}
+
+}  // namespace llmd::http

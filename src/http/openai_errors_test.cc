@@ -1,0 +1,50 @@
+#include "http/openai_errors.h"
+
+#include <gtest/gtest.h>
+
+namespace llmd::http {
+namespace {
+
+struct Case {
+  StatusCode code;
+  ErrorReason reason;
+  int status;
+  std::string type, code_name;
+};
+
+TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
+  const Case cases[] = {
+      {StatusCode::kInvalidArgument, ErrorReason::kNone, 400, "invalid_request_error", "invalid_request"},
+      {StatusCode::kInvalidArgument, ErrorReason::kPromptTooLong, 400, "invalid_request_error", "context_length_exceeded"},
+      {StatusCode::kInvalidArgument, ErrorReason::kRefusedByGuard, 400, "invalid_request_error", "invalid_request"},
+      {StatusCode::kNotFound, ErrorReason::kNone, 404, "invalid_request_error", "not_found"},
+      {StatusCode::kNotFound, ErrorReason::kUnknownModel, 404, "invalid_request_error", "model_not_found"},
+      {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
+      {StatusCode::kResourceExhausted, ErrorReason::kQueueFull, 503, "server_error", "server_busy"},
+      {StatusCode::kUnavailable, ErrorReason::kModelLoading, 503, "server_error", "loading"},
+      {StatusCode::kUnavailable, ErrorReason::kShuttingDown, 503, "server_error", "unavailable"},
+      {StatusCode::kDeadlineExceeded, ErrorReason::kNone, 504, "server_error", "timeout"},
+      {StatusCode::kUnimplemented, ErrorReason::kNone, 501, "server_error", "unsupported"},
+      {StatusCode::kCancelled, ErrorReason::kNone, 500, "server_error", "internal_error"},
+      {StatusCode::kCorruption, ErrorReason::kBadSessionFile, 500, "server_error", "internal_error"},
+      {StatusCode::kInternal, ErrorReason::kNone, 500, "server_error", "internal_error"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(StatusCodeName(c.code)) + "/" + std::string(ErrorReasonName(c.reason)));
+    const ApiError e = OpenAiError(Status(c.code, "the message", c.reason));
+    EXPECT_EQ(e.status, c.status);
+    EXPECT_EQ(e.type, c.type);
+    EXPECT_EQ(e.code, c.code_name);
+    EXPECT_EQ(e.message, "the message");
+    const bool retry = !e.headers.empty() && e.headers[0].first == "Retry-After";
+    EXPECT_EQ(retry, c.status == 503 || c.status == 429);
+  }
+}
+
+TEST(OpenAiErrors, TheMessageTextNeverDecides) {
+  EXPECT_EQ(std::string(OpenAiError(InvalidArgumentError("prompt too long (9 tokens >= context of 8)")).code),
+            "invalid_request");
+}
+
+}  // namespace
+}  // namespace llmd::http

@@ -1,0 +1,93 @@
+// Job: one generation request as the scheduler sees it, and the channel its events come back
+// on. Front ends build jobs from their wire formats; nothing here knows a protocol.
+#ifndef LLMD_SCHED_JOB_H_
+#define LLMD_SCHED_JOB_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "chat/prompt_pieces.h"
+#include "engine/types.h"
+
+namespace llmd::sched {
+
+// What to generate from: exactly one of these.
+struct OneShotChat {  // {system, user} through the model's template (the seed's Generate)
+  std::string system;
+  std::string user;
+};
+struct SessionTurn {  // the next turn of a named chat session (created if new)
+  std::string session;
+  std::string system;  // used when the session is new
+  std::string user;
+};
+struct Conversation {  // a whole conversation (OpenAI messages)
+  std::vector<chat::Message> messages;
+  bool enable_thinking = false;  // the template's thinking switch
+};
+struct RawCompletion {  // plain text, no template
+  std::string prompt;
+};
+using PromptSource = std::variant<OneShotChat, SessionTurn, Conversation, RawCompletion>;
+
+// What a job produces, in order: zero or more kText events, then one kDone or kError.
+struct JobEvent {
+  enum class Type { kText, kDone, kError };
+  static JobEvent Text(std::string text) { return {Type::kText, std::move(text), {}, {}}; }
+  static JobEvent Done(engine::Completion completion) { return {Type::kDone, {}, std::move(completion), {}}; }
+  static JobEvent Error(Status error) { return {Type::kError, {}, {}, std::move(error)}; }
+
+  Type type;
+  std::string text;               // kText
+  engine::Completion completion;  // kDone
+  Status error;                   // kError
+};
+
+// A job's mailbox: the engine thread pushes, the requester waits. Its eventfd becomes
+// readable whenever events are pending, so a connection thread can poll it together with its
+// socket. Cancel() asks the engine to stop at its next step.
+// Thread-safety: every method is thread-safe.
+class JobChannel {
+ public:
+  JobChannel();
+  ~JobChannel();
+  JobChannel(const JobChannel&) = delete;
+  JobChannel& operator=(const JobChannel&) = delete;
+
+  void Push(JobEvent event);
+  // Takes the next event, if any (non-blocking).
+  std::optional<JobEvent> TryPop();
+  // Waits up to `timeout_ms` for an event to be pending.
+  void Wait(int timeout_ms) const;
+  int event_fd() const { return event_fd_; }
+
+  void Cancel() { cancel_.store(true); }
+  bool cancelled() const { return cancel_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::deque<JobEvent> events_;  // guarded by mu_
+  int event_fd_;
+  std::atomic<bool> cancel_{false};
+};
+
+struct Job {
+  PromptSource prompt;
+  bool sanitize = true;             // apply the seed's input sanitizer to user text
+  std::vector<std::string> stop;    // stop strings: the text ends before the first one
+  engine::GenerateOptions options;
+  bool stream = false;              // send kText events as text is generated
+  std::shared_ptr<JobChannel> channel = std::make_shared<JobChannel>();
+  int64_t submitted_ms = 0;         // set by EngineWorker::Submit from its clock
+};
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_JOB_H_

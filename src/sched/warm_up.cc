@@ -1,0 +1,31 @@
+#include "sched/warm_up.h"
+
+#include "sched/engine_worker.h"
+
+namespace llmd::sched {
+
+Result<std::unique_ptr<engine::Engine>> WarmUp(std::unique_ptr<engine::Engine> engine, const std::string& system_prompt) {
+  WorkerOptions options;
+  options.queue_depth = 1;
+  EngineWorker worker(std::move(engine), options);
+  Job job;
+  job.prompt = OneShotChat{system_prompt, "Hello"};
+  job.options.max_tokens = 1;
+  job.options.sampling = engine::SamplingParams::Greedy();
+  auto channel = job.channel;
+  Status status = worker.Submit(std::move(job));
+  while (status.ok()) {
+    auto event = channel->TryPop();
+    if (!event) {
+      channel->Wait(100);
+      continue;
+    }
+    if (event->type == JobEvent::Type::kError) status = event->error;
+    if (event->type != JobEvent::Type::kText) break;
+  }
+  auto warmed = worker.Release();
+  if (!status.ok()) return status.WithContext("warm-up failed");
+  return warmed;
+}
+
+}  // namespace llmd::sched
