@@ -278,6 +278,7 @@ class Handler {
     if (!job.has_value()) return SendError(job.error(), seed);
     if (config_->log_text) Log(LogLevel::kDebug, "prompt", {{"text", req.prompt}});
     sched::RunRequest run;
+    run.api = "native";
     run.job = std::move(*job);
     run.model = req.params.model;
     run.guard = req.params.guard.value_or(!config_->guard_model.empty());

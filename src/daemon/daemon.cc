@@ -337,7 +337,8 @@ void Daemon::Reload() {
       status = models.error();
       // Load every model first; swap only when all are ready, so a failure changes nothing.
       for (size_t i = 0; status.ok() && i < models->size(); ++i) {
-        const auto& [name, path] = (*models)[i];
+        const std::string& name = (*models)[i].first;
+        const std::string& path = (*models)[i].second;
         auto it = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.first == name; });
         if (it == workers_.end()) {
           status = InvalidArgumentError("model '" + name + "' is new; adding or removing models needs a restart");

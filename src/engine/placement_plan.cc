@@ -26,7 +26,9 @@ class Units {
   uint64_t weights(int32_t u) const {
     return is_output(u) ? m_.output_bytes + m_.tied_output_bytes : m_.layer_bytes[u];
   }
-  uint64_t kv(int32_t u) const { return is_output(u) ? 0 : m_.kv_bytes_per_layer; }
+  uint64_t kv(int32_t u) const {
+    return is_output(u) || static_cast<size_t>(u) >= m_.layer_memory_bytes.size() ? 0 : m_.layer_memory_bytes[u];
+  }
 
   // The part holding units [first, first + n) on `device`.
   PlacementPlan::Part Part(const std::string& device, int32_t first, int32_t n, uint64_t budget) const {
@@ -191,9 +193,19 @@ ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_
   m.output_bytes = gguf.output_bytes;
   m.input_bytes = gguf.input_bytes;
   m.tied_output_bytes = gguf.tied_output_bytes;
-  m.kv_bytes_per_layer = static_cast<uint64_t>(
+  const auto kv_bytes = static_cast<uint64_t>(
       std::ceil(static_cast<double>(cells) * gguf.head_count_kv * (gguf.key_length + gguf.value_length) *
                 kv_bytes_per_value));
+  // A recurrent layer holds one F32 state per sequence, whatever the context (llama-hparams.cpp
+  // n_embd_r + n_embd_s).
+  const uint64_t conv = static_cast<uint64_t>(gguf.ssm_conv_kernel > 0 ? gguf.ssm_conv_kernel - 1 : 0) *
+                        (gguf.ssm_inner_size + 2ull * gguf.ssm_group_count * gguf.ssm_state_size);
+  const uint64_t state_bytes = (conv + static_cast<uint64_t>(gguf.ssm_state_size) * gguf.ssm_inner_size) * 4 * sequences;
+  m.layer_memory_bytes.resize(m.layer_bytes.size());
+  for (size_t i = 0; i < m.layer_memory_bytes.size(); ++i) {
+    const bool attention = gguf.full_attention_interval == 0 || (i + 1) % gguf.full_attention_interval == 0;
+    m.layer_memory_bytes[i] = attention ? kv_bytes : state_bytes;
+  }
   // llama.cpp's scheduler buffers, estimated from above (the daemon logs the estimate beside
   // what llama.cpp allocated; on Qwen3 tiny and 0.6B shapes over RPC the estimate is 5-30 %
   // high): one micro-batch of activations, the attention mask over every cell, the attention

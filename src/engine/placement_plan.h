@@ -32,7 +32,9 @@ struct ModelFootprint {
   uint64_t output_bytes = 0;          // output norm and head
   uint64_t input_bytes = 0;           // token embeddings: always on the CPU
   uint64_t tied_output_bytes = 0;     // a second copy of the embeddings as the head, off the CPU
-  uint64_t kv_bytes_per_layer = 0;    // one layer's KV cache, for every slot
+  // Each repeating layer's sequence memory, for every slot: the KV cache of an attention
+  // layer, the recurrent state of a Gated DeltaNet layer (hybrid models).
+  std::vector<uint64_t> layer_memory_bytes;
   uint64_t compute_bytes = 0;         // scratch for one micro-batch on a device holding layers
   uint64_t logits_bytes = 0;          // extra scratch on the device holding the output head
 

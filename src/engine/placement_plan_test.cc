@@ -58,9 +58,39 @@ TEST(PlacementPlan, FootprintFollowsTheShape) {
   ModelFootprint m = Qwen3("0.6b", 18.0 / 32);
   ASSERT_EQ(m.layer_bytes.size(), 28u);
   // 28 layers x 8 KV heads x (128 + 128) x 2 bytes per cell: 112 KiB per cell, 16 MiB per layer at 4096.
-  EXPECT_EQ(m.kv_bytes_per_layer, 4096ull * 8 * 256 * 2);
+  ASSERT_EQ(m.layer_memory_bytes.size(), 28u);
+  for (uint64_t b : m.layer_memory_bytes) EXPECT_EQ(b, 4096ull * 8 * 256 * 2);
   EXPECT_EQ(m.logits_bytes, 512ull * kVocab * 4);  // ~297 MiB, as llama.cpp's CPU compute buffer shows
   EXPECT_NEAR(static_cast<double>(m.input_bytes) / kMiB, 83.5, 0.5);
+}
+
+// A Qwen3.5-0.8B-shaped hybrid: only every fourth layer holds attention KV; the other 18 hold
+// a recurrent state per sequence whose size does not depend on the context.
+TEST(PlacementPlan, HybridLayersHoldARecurrentStateNotAKvCache) {
+  format::GgufSummary g;
+  g.block_count = 24;
+  g.embedding_length = 1024;
+  g.head_count = 8;
+  g.head_count_kv = 2;
+  g.key_length = g.value_length = 256;
+  g.vocab_size = kVocab;
+  g.layer_bytes.assign(24, 10 * kMiB);
+  g.full_attention_interval = 4;
+  g.ssm_conv_kernel = 4;
+  g.ssm_inner_size = 2048;
+  g.ssm_state_size = 128;
+  g.ssm_group_count = 16;
+  const ModelFootprint m = ModelFootprint::FromGguf(g, 2048, 4, 2.0, 512, true);
+  ASSERT_EQ(m.layer_memory_bytes.size(), 24u);
+  const uint64_t kv = 4ull * 2048 * 2 * (256 + 256) * 2;            // cells x KV heads x (K + V) x f16
+  const uint64_t state = (3ull * (2048 + 2 * 16 * 128) + 128ull * 2048) * 4 * 4;  // conv + state, F32, 4 slots
+  uint64_t total = 0;
+  for (size_t i = 0; i < 24; ++i) {
+    EXPECT_EQ(m.layer_memory_bytes[i], (i + 1) % 4 == 0 ? kv : state) << "layer " << i;
+    total += m.layer_memory_bytes[i];
+  }
+  EXPECT_EQ(total, 6 * kv + 18 * state);
+  EXPECT_LT(total, 24 * kv) << "a dense estimate over-counts the hybrid";
 }
 
 TEST(PlacementPlan, NoDevicesKeepsEverythingOnTheCpu) {
@@ -88,7 +118,7 @@ TEST(PlacementPlan, AllLayersOnOneAmpleDevice) {
   EXPECT_EQ(plan->parts[0].weight_bytes, r.model.input_bytes) << "the embeddings stay on the CPU";
   EXPECT_EQ(plan->parts[1].layers, 28);
   EXPECT_TRUE(plan->parts[1].output);
-  EXPECT_EQ(plan->parts[1].kv_bytes, 28 * r.model.kv_bytes_per_layer);
+  EXPECT_EQ(plan->parts[1].kv_bytes, 28 * r.model.layer_memory_bytes[0]);
   EXPECT_EQ(plan->parts[1].compute_bytes, r.model.compute_bytes + r.model.logits_bytes);
   EXPECT_EQ(plan->tensor_split, std::vector<float>{29});
 }

@@ -230,7 +230,9 @@ class Prechecker {
   // general.architecture, so they are kept by full key and resolved at the end.
   static constexpr const char* kShapeSuffixes[] = {".block_count", ".embedding_length", ".attention.head_count",
                                                    ".attention.head_count_kv", ".attention.key_length",
-                                                   ".attention.value_length"};
+                                                   ".attention.value_length", ".full_attention_interval",
+                                                   ".ssm.conv_kernel", ".ssm.inner_size", ".ssm.state_size",
+                                                   ".ssm.group_count", ".nextn_predict_layers"};
   static bool IsShapeKey(const std::string& key) {
     return std::any_of(std::begin(kShapeSuffixes), std::end(kShapeSuffixes),
                        [&](const char* suffix) { return key.ends_with(suffix); });
@@ -264,6 +266,14 @@ class Prechecker {
     summary_.key_length = get(".attention.key_length") ? get(".attention.key_length") : head_dim;
     summary_.value_length = get(".attention.value_length") ? get(".attention.value_length") : head_dim;
     summary_.tied_output_bytes = has_output_weight_ ? 0 : token_embd_bytes_;
+    summary_.ssm_conv_kernel = get(".ssm.conv_kernel");
+    summary_.ssm_inner_size = get(".ssm.inner_size");
+    summary_.ssm_state_size = get(".ssm.state_size");
+    summary_.ssm_group_count = get(".ssm.group_count");
+    summary_.nextn_layers = get(".nextn_predict_layers");
+    // qwen35's loader defaults the interval to 4 when the file has recurrent layers.
+    summary_.full_attention_interval = get(".full_attention_interval");
+    if (summary_.full_attention_interval == 0 && summary_.ssm_inner_size > 0) summary_.full_attention_interval = 4;
   }
 
   // Adds a tensor's bytes to the part of the model llama.cpp places it with.

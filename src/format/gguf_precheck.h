@@ -46,6 +46,13 @@ struct GgufSummary {
   uint32_t head_count_kv = 0;     // <arch>.attention.head_count_kv (else head_count)
   uint32_t key_length = 0;        // <arch>.attention.key_length (else embedding / heads)
   uint32_t value_length = 0;      // <arch>.attention.value_length (else embedding / heads)
+  // Hybrid models (Qwen3.5: Gated DeltaNet + attention): layer i holds attention KV only when
+  // (i + 1) % full_attention_interval == 0; the others hold a recurrent state per sequence of
+  // (ssm_conv_kernel - 1) * (ssm_inner_size + 2 * ssm_group_count * ssm_state_size) conv
+  // values plus ssm_state_size * ssm_inner_size state values, F32. 0: not hybrid.
+  uint32_t full_attention_interval = 0;  // <arch>.full_attention_interval
+  uint32_t ssm_conv_kernel = 0, ssm_inner_size = 0, ssm_state_size = 0, ssm_group_count = 0;
+  uint32_t nextn_layers = 0;             // <arch>.nextn_predict_layers (MTP blocks, not in the trunk)
   // Tensor bytes by where llama.cpp places them: the repeating blocks (blk.N.*, by N), the
   // output head (output.*, output_norm.*), and the rest (token embeddings), which stays on
   // the CPU.

@@ -197,6 +197,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
   const std::string model = r.model.value_or(ctx_.models().front().first);
   sched::RunRequest run;
+  run.api = "http";
   run.model = r.model;
   // With the guard cascade on, the answer is generated whole and shown only after the guard
   // model's verdict; a refusal is an empty answer with finish_reason "content_filter".

@@ -64,7 +64,7 @@ struct EngineWorker::ReusePlan {
 };
 
 EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions options)
-    : options_(std::move(options)),
+    : options_(options),
       clock_(*options_.clock),
       engine_(std::move(engine)),
       checkpoints_(options_.checkpoint_budget_bytes) {

@@ -148,7 +148,7 @@ RunOutcome RequestRunner::Guard(RunRequest& r, engine::Completion answer, int64_
     case WaitEnd::kDone: break;
   }
   outcome.guard_ms = static_cast<double>(NowMs() - start);
-  Log(LogLevel::kInfo, "guard_verdict", {{"verdict", verdict.text},
+  Log(LogLevel::kInfo, "guard_verdict", {{"api", r.api}, {"verdict", verdict.text},
                                          {"guard_ms", std::to_string(static_cast<long long>(outcome.guard_ms))}});
   const std::string refusal = GuardRefusal(verdict.text);
   if (!refusal.empty()) {

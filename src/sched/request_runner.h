@@ -20,6 +20,7 @@
 namespace llmd::sched {
 
 struct RunRequest {
+  std::string api;  // the front end, for log lines: "native", "http", ...
   Job job;
   std::optional<std::string> model;  // none: the default model
   // Run the guard cascade: the answer is generated whole, judged by guard_model, and shown

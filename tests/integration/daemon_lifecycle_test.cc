@@ -191,6 +191,23 @@ TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
   fs::remove_all(dir);
 }
 
+// A directory, or a symlink to a device, at the model path is refused as what it is before
+// any size arithmetic (its "size" once read as 17592186044415 MiB over the budget).
+TEST(DaemonModels, ADirectoryOrADeviceAtTheModelPathIsRefusedAsSuch) {
+  std::string dir = MakeTempDir();
+  ::symlink("/dev/zero", (dir + "/zero.gguf").c_str());
+  const std::pair<std::string, std::string> cases[] = {{dir, "a directory"}, {dir + "/zero.gguf", "a character device"}};
+  for (const auto& [path, what] : cases) {
+    std::string cmd = std::string(LLMD_BINARY) + " --model " + path + " --socket " + dir + "/s.sock 2>" + dir + "/log";
+    int rc = ::system(cmd.c_str());
+    EXPECT_EQ(WEXITSTATUS(rc), 1);
+    const std::string log = ReadAll(dir + "/log");
+    EXPECT_NE(log.find(what), std::string::npos) << log;
+    EXPECT_EQ(log.find("memory budget"), std::string::npos) << log;
+  }
+  fs::remove_all(dir);
+}
+
 // The guard is a synthetic model whose verdict is forced by its grammar (guard_grammar): with
 // `root ::= "Safety: Unsafe"` it can only say Unsafe, whatever its random weights are.
 TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {

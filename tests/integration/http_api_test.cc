@@ -67,6 +67,28 @@ TEST_F(HttpApi, ChatCompletionMatchesTheNativeProtocolToken_for_token) {
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>(), g->text);
 }
 
+// presence_penalty and frequency_penalty change what is sampled (they were once accepted and
+// ignored). Random weights never repeat a token by themselves, so negative penalties, which
+// reward what was already said, make the difference visible: greedy then repeats itself.
+TEST_F(HttpApi, PresenceAndFrequencyPenaltiesAreApplied) {
+  auto body = [](double presence, double frequency) {
+    return json{{"messages", {{{"role", "user"}, {"content", "Tell me a story"}}}}, {"temperature", 0},
+                {"max_tokens", 24}, {"presence_penalty", presence}, {"frequency_penalty", frequency}}
+        .dump();
+  };
+  auto text = [&](double presence, double frequency) {
+    auto r = d().Unix("POST", "/v1/chat/completions", body(presence, frequency));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Parse(r)["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const std::string plain = text(0, 0);
+  const std::string rewarded = text(-2, -2);
+  EXPECT_NE(rewarded, plain);
+  EXPECT_NE(text(0, -2), rewarded) << "each penalty counts on its own";
+  auto bad = d().Unix("POST", "/v1/chat/completions", body(2.5, 0));
+  EXPECT_EQ(bad.status, 400) << "out of range is refused, not clamped";
+}
+
 TEST_F(HttpApi, StreamsSseChunksThatAddUpToTheAnswerAndShowsCachedTokens) {
   const std::string body = ChatBody("Name three colours.", 16, {{"stream", true}, {"stream_options", {{"include_usage", true}}}});
   auto whole = Parse(d().Unix("POST", "/v1/chat/completions", ChatBody("Name three colours.", 16)));
