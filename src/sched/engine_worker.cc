@@ -351,8 +351,13 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
       const size_t n = reusable(*t, *s, &checkpoint);
       if (n >= plan.keep + options_.min_shared_prefix) plan = {t.get(), s.get(), n, checkpoint, 0};
     }
+    // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
+    // then the least recently used slot.
+    const bool copies = plan.source != plan.target;
+    const bool best_copies = best.target != nullptr && best.source != best.target;
     const bool better = best.target == nullptr || plan.keep > best.keep ||
-                        (plan.keep == best.keep && t->last_used < best.target->last_used);
+                        (plan.keep == best.keep && copies != best_copies && !copies) ||
+                        (plan.keep == best.keep && copies == best_copies && t->last_used < best.target->last_used);
     if (better) best = plan;
   }
   for (auto& s : slots_) best.best_common = std::max(best.best_common, CommonPrefix(s->resident, prompt));

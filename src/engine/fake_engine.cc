@@ -1,0 +1,392 @@
+#include "engine/fake_engine.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <utility>
+
+#include "chat/text_safety.h"
+#include "common/utf8.h"
+
+namespace llmd::engine {
+namespace {
+
+constexpr int32_t kVocabSize = 256 + FakeEngine::kByteOffset;
+constexpr auto kHoldLimit = std::chrono::seconds(10);  // a held decode never blocks longer
+
+[[noreturn]] void Die(const char* what) {
+  std::fprintf(stderr, "FakeEngine: fatal: %s\n", what);
+  std::abort();
+}
+
+void Append(std::vector<TokenId>* out, std::string_view text) {
+  for (unsigned char c : text) out->push_back(FakeEngine::ByteToken(c));
+}
+
+}  // namespace
+
+class FakeEngine::FakeSampler final : public Sampler {
+ public:
+  explicit FakeSampler(FakeEngine* engine) : engine_(engine) {}
+  TokenId Sample(int32_t output_index) override { return engine_->SampleAt(output_index, &generated_); }
+
+ private:
+  FakeEngine* engine_;
+  int32_t generated_ = 0;
+};
+
+std::vector<TokenId> FakeEngine::Bytes(std::string_view text) {
+  std::vector<TokenId> out;
+  Append(&out, text);
+  return out;
+}
+
+FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {
+  info_.architecture = "fake";
+  info_.description = options_.memory == FakeMemory::kRecurrent ? "fake recurrent" : "fake attention";
+  info_.context_tokens = options_.context_tokens;
+  info_.vocab_size = kVocabSize;
+  info_.has_chat_template = true;
+  info_.sequences = options_.sequences;
+  info_.fingerprint = options_.memory == FakeMemory::kRecurrent ? 0xFA4E00000002ull : 0xFA4E00000001ull;
+  if (options_.memory == FakeMemory::kRecurrent) {
+    info_.memory = MemoryCapabilities{.partial_truncation = false, .state_checkpoints = true, .sequence_copy = true};
+  } else {
+    info_.memory = MemoryCapabilities{.partial_truncation = true, .state_checkpoints = false, .sequence_copy = true};
+  }
+  info_.memory.sequence_copy = options_.sequence_copy;
+  info_.placement = {DevicePlacement{.device = "CPU"}};
+  memory_.resize(static_cast<size_t>(options_.sequences));
+  sampled_.resize(memory_.size());
+  fail_next_ = options_.fail_next_decodes;
+}
+
+FakeEngine::~FakeEngine() = default;
+
+Status FakeEngine::Load(const EngineConfig&) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& m : memory_) m.clear();
+  for (auto& s : sampled_) s = Sampled();
+  last_batch_.clear();
+  loaded_ = true;
+  return Status::Ok();
+}
+
+bool FakeEngine::loaded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loaded_;
+}
+
+void FakeEngine::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& m : memory_) m.clear();
+  last_batch_.clear();
+  loaded_ = false;
+}
+
+// --- Tokenizer and prompts.
+
+Result<std::vector<TokenId>> FakeEngine::Tokenize(std::string_view text, bool, bool) const {
+  return Bytes(text);
+}
+
+Result<std::string> FakeEngine::Detokenize(const std::vector<TokenId>& tokens, bool render_special) const {
+  std::string out;
+  for (TokenId t : tokens) {
+    if (t < 0 || t >= kVocabSize) return InvalidArgumentError("token " + std::to_string(t) + " is out of the vocabulary");
+    if (t >= kByteOffset) {
+      out.push_back(static_cast<char>(t - kByteOffset));
+    } else if (render_special) {
+      out += t == kMessageStart ? "<|start|>" : t == kEndOfGeneration ? "<|end|>" : "<|ctrl" + std::to_string(t) + "|>";
+    }
+  }
+  return out;
+}
+
+std::string FakeEngine::TokenText(TokenId token) const {
+  if (token < kByteOffset || token >= kVocabSize) return "";
+  return std::string(1, static_cast<char>(token - kByteOffset));
+}
+
+Result<std::vector<TokenId>> FakeEngine::Message(std::string_view role, std::string_view content, bool user_text,
+                                                 bool sanitize) const {
+  std::string text(content);
+  if (user_text && sanitize) {
+    auto clean = chat::SanitizeUserInput(content);
+    if (!clean.has_value()) return clean.error();
+    text = std::move(*clean);
+  } else if (size_t bad = FindInvalidUtf8(content); bad != std::string_view::npos) {
+    return InvalidArgumentError("invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  std::vector<TokenId> out{kMessageStart};
+  Append(&out, role);
+  Append(&out, "\n");
+  Append(&out, text);
+  return out;
+}
+
+Result<std::vector<TokenId>> FakeEngine::ChatPrompt(std::string_view system, std::string_view user,
+                                                    bool sanitize) const {
+  LLMD_ASSIGN_OR_RETURN(std::vector<TokenId> out, Message("system", system, false, sanitize));
+  LLMD_ASSIGN_OR_RETURN(std::vector<TokenId> turn, NextTurnPrompt(system, user, sanitize));
+  out.insert(out.end(), turn.begin(), turn.end());
+  return out;
+}
+
+Result<std::vector<TokenId>> FakeEngine::NextTurnPrompt(std::string_view, std::string_view user, bool sanitize) const {
+  LLMD_ASSIGN_OR_RETURN(std::vector<TokenId> out, Message("user", user, true, sanitize));
+  out.push_back(kMessageStart);
+  Append(&out, "assistant\n");
+  return out;
+}
+
+Result<std::vector<TokenId>> FakeEngine::ConversationPrompt(const std::vector<chat::Message>& messages, bool,
+                                                            bool sanitize) const {
+  std::vector<TokenId> out;
+  for (const auto& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+      return InvalidArgumentError("unknown message role '" + m.role + "'");
+    }
+    LLMD_ASSIGN_OR_RETURN(std::vector<TokenId> piece, Message(m.role, m.content, m.role == "user", sanitize));
+    out.insert(out.end(), piece.begin(), piece.end());
+  }
+  out.push_back(kMessageStart);
+  Append(&out, "assistant\n");
+  return out;
+}
+
+Result<std::vector<TokenId>> FakeEngine::CompletionPrompt(std::string_view prompt) const {
+  if (size_t bad = FindInvalidUtf8(prompt); bad != std::string_view::npos) {
+    return InvalidArgumentError("invalid UTF-8 at byte " + std::to_string(bad));
+  }
+  return Bytes(prompt);
+}
+
+// --- Decoding and sampling.
+
+Status FakeEngine::CheckSequence(int32_t sequence) const {
+  if (sequence < 0 || sequence >= static_cast<int32_t>(memory_.size())) {
+    return InvalidArgumentError("sequence " + std::to_string(sequence) + " out of range");
+  }
+  return Status::Ok();
+}
+
+Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
+  if (options_.decode_cost_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.decode_cost_ms));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (hold_) {
+    const uint64_t epoch = release_epoch_;
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, kHoldLimit, [&] { return release_epoch_ != epoch; });
+  }
+  auto fail = [&](Status st) {
+    failed_batches_.push_back(items);
+    last_batch_.clear();
+    return st;
+  };
+  if (!loaded_) return fail(UnavailableError("no model loaded"));
+  if (items.empty()) return fail(InvalidArgumentError("empty batch"));
+  if (fail_next_ > 0) {
+    --fail_next_;
+    return fail(InternalError("injected decode failure"));
+  }
+  // Validate everything first: a failed call changes nothing.
+  std::vector<size_t> length(memory_.size());
+  for (size_t s = 0; s < memory_.size(); ++s) length[s] = memory_[s].size();
+  for (const auto& item : items) {
+    if (Status st = CheckSequence(item.sequence); !st.ok()) return fail(st);
+    if (item.token < 0 || item.token >= kVocabSize) {
+      return fail(InvalidArgumentError("token " + std::to_string(item.token) + " is out of the vocabulary"));
+    }
+    if (item.token == options_.poison_token) return fail(InternalError("poison token decoded"));
+    size_t& n = length[static_cast<size_t>(item.sequence)];
+    if (item.position < 0 || static_cast<size_t>(item.position) != n) {
+      return fail(InternalError("inconsistent sequence positions: sequence " + std::to_string(item.sequence) +
+                                " holds " + std::to_string(n) + " tokens, item at position " +
+                                std::to_string(item.position)));
+    }
+    if (item.position >= options_.context_tokens) return fail(ResourceExhaustedError("context full"));
+    ++n;
+  }
+  for (const auto& item : items) {
+    auto s = static_cast<size_t>(item.sequence);
+    memory_[s].push_back(item.token);
+    ++decoded_tokens_;
+    if (sampled_[s].position == item.position && sampled_[s].token == item.token) {
+      sampled_[s] = Sampled();  // a generated token fed back
+    } else {
+      ++prompt_tokens_decoded_;
+    }
+  }
+  last_batch_ = items;
+  batches_.push_back(items);
+  return Status::Ok();
+}
+
+TokenId FakeEngine::NextToken(const std::vector<TokenId>& history) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (TokenId t : history) {
+    h ^= static_cast<uint32_t>(t);
+    h *= 1099511628211ull;
+  }
+  h ^= h >> 29;
+  return ByteToken(static_cast<unsigned char>('a' + h % 26));
+}
+
+TokenId FakeEngine::SampleAt(int32_t output_index, int32_t* generated) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (output_index < 0 || static_cast<size_t>(output_index) >= last_batch_.size()) {
+    Die("Sample: output index is not in the last decoded batch");
+  }
+  const DecodeItem& item = last_batch_[static_cast<size_t>(output_index)];
+  if (!item.logits) Die("Sample: the batch item has no logits");
+  if (options_.end_after_generated > 0 && *generated >= options_.end_after_generated) return kEndOfGeneration;
+  ++*generated;
+  const auto& seq = memory_[static_cast<size_t>(item.sequence)];
+  const std::vector<TokenId> history(seq.begin(), seq.begin() + item.position + 1);
+  const TokenId token = NextToken(history);
+  sampled_[static_cast<size_t>(item.sequence)] = {item.position + 1, token};
+  return token;
+}
+
+Result<std::unique_ptr<Sampler>> FakeEngine::NewSampler(const SamplingParams& params) {
+  LLMD_RETURN_IF_ERROR(params.Validate());
+  return std::unique_ptr<Sampler>(std::make_unique<FakeSampler>(this));
+}
+
+// --- Sequence memory.
+
+Status FakeEngine::TruncateSequence(int32_t sequence, int32_t position) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  auto& m = memory_[static_cast<size_t>(sequence)];
+  const size_t p = position < 0 ? 0 : static_cast<size_t>(position);
+  if (p >= m.size()) return Status::Ok();
+  if (options_.memory == FakeMemory::kRecurrent && p != 0) {
+    ++refused_;
+    return UnimplementedError("recurrent memory cannot be cut at " + std::to_string(p) + " of " +
+                              std::to_string(m.size()));
+  }
+  m.resize(p);
+  sampled_[static_cast<size_t>(sequence)] = Sampled();
+  return Status::Ok();
+}
+
+Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(src));
+  LLMD_RETURN_IF_ERROR(CheckSequence(dst));
+  if (!info_.memory.sequence_copy) {
+    ++refused_;
+    return UnimplementedError("sequence copies are off");
+  }
+  if (src != dst) {
+    memory_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(src)];
+    sampled_[static_cast<size_t>(dst)] = Sampled();
+  }
+  return Status::Ok();
+}
+
+Result<std::string> FakeEngine::SaveSequenceState(int32_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  if (!info_.memory.state_checkpoints) {
+    ++refused_;
+    return UnimplementedError("attention memory has no state checkpoints");
+  }
+  std::string out;
+  for (TokenId t : memory_[static_cast<size_t>(sequence)]) {
+    const auto u = static_cast<uint32_t>(t);
+    for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>((u >> shift) & 0xFF));
+  }
+  return out;
+}
+
+Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  if (!info_.memory.state_checkpoints) {
+    ++refused_;
+    return UnimplementedError("attention memory has no state checkpoints");
+  }
+  if (state.size() % 4 != 0) return CorruptionError("sequence state size is not a multiple of 4");
+  std::vector<TokenId> tokens;
+  for (size_t i = 0; i < state.size(); i += 4) {
+    uint32_t u = 0;
+    for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(static_cast<unsigned char>(state[i + b])) << (8 * b);
+    const auto t = static_cast<TokenId>(u);
+    if (t < 0 || t >= kVocabSize) return CorruptionError("sequence state holds a token out of the vocabulary");
+    tokens.push_back(t);
+  }
+  if (static_cast<int64_t>(tokens.size()) > options_.context_tokens) return CorruptionError("sequence state too long");
+  memory_[static_cast<size_t>(sequence)] = std::move(tokens);
+  sampled_[static_cast<size_t>(sequence)] = Sampled();
+  return Status::Ok();
+}
+
+// --- Test accessors.
+
+std::vector<std::vector<DecodeItem>> FakeEngine::batches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return batches_;
+}
+
+std::vector<std::vector<DecodeItem>> FakeEngine::failed_batches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_batches_;
+}
+
+int64_t FakeEngine::decoded_tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return decoded_tokens_;
+}
+
+int64_t FakeEngine::prompt_tokens_decoded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return prompt_tokens_decoded_;
+}
+
+std::vector<TokenId> FakeEngine::history(int32_t sequence) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!CheckSequence(sequence).ok()) return {};
+  return memory_[static_cast<size_t>(sequence)];
+}
+
+int64_t FakeEngine::refused_operations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_;
+}
+
+void FakeEngine::FailNextDecodes(int32_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_next_ = n;
+}
+
+void FakeEngine::HoldDecodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_ = true;
+  held_ = false;
+}
+
+void FakeEngine::ReleaseDecodes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  hold_ = false;
+  ++release_epoch_;
+  cv_.notify_all();
+}
+
+void FakeEngine::ReleaseOneDecode() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = false;
+  ++release_epoch_;
+  cv_.notify_all();
+}
+
+bool FakeEngine::WaitUntilHeld(int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return held_; });
+}
+
+}  // namespace llmd::engine

@@ -1,0 +1,152 @@
+// FakeEngine: a deterministic, instant Engine for scheduler tests. No model, no llama.cpp.
+//
+// Tokens: one per byte (token = byte + 16); 1 opens a message, 2 ends generation; 0 and
+// 3..15 are unused control tokens. Prompts:
+//   ChatPrompt(s, u)     = [1] "system\n" s [1] "user\n" u [1] "assistant\n"
+//   NextTurnPrompt(s, u) = [1] "user\n" u [1] "assistant\n"
+//   ConversationPrompt   = [1] role "\n" content, per message, then [1] "assistant\n"
+//   CompletionPrompt(p)  = the bytes of p
+//
+// Memory: each sequence is the exact token history it holds. DecodeBatch checks positions as
+// llama.cpp does and, on any error, changes nothing. Recurrent memory can be cut only at 0 or
+// at its end (llama.cpp's seq_rm rule for recurrent state), and has state checkpoints.
+//
+// Sampling: the next token is a pure function of the sequence's whole history (a lowercase
+// letter), so a request produces the same tokens alone or batched with others, whatever its
+// slot. It never ends generation unless end_after_generated says so.
+//
+// Thread-safety: the Engine interface is used from one thread (the scheduler's); the test
+// accessors (batches(), history(), HoldDecodes(), ...) may be called from any thread.
+#ifndef LLMD_ENGINE_FAKE_ENGINE_H_
+#define LLMD_ENGINE_FAKE_ENGINE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace llmd::engine {
+
+enum class FakeMemory {
+  kAttention,  // cut anywhere; no state checkpoints
+  kRecurrent,  // cut only at 0 or the end; state checkpoints (MemoryCapabilities below)
+};
+
+struct FakeEngineOptions {
+  int32_t sequences = 4;
+  int32_t context_tokens = 4096;  // per sequence
+  FakeMemory memory = FakeMemory::kAttention;
+  int32_t decode_cost_ms = 0;     // sleep in every DecodeBatch
+  // Failure injection: a DecodeBatch holding this token fails (-1: none), and the next
+  // `fail_next_decodes` DecodeBatch calls fail. A failed call changes nothing.
+  TokenId poison_token = -1;
+  int32_t fail_next_decodes = 0;
+  // > 0: every sampler returns the end-of-generation token after this many tokens.
+  int32_t end_after_generated = 0;
+  // false: CopySequence is Unimplemented (and MemoryCapabilities says so).
+  bool sequence_copy = true;
+};
+
+class FakeEngine final : public Engine {
+ public:
+  static constexpr TokenId kMessageStart = 1;
+  static constexpr TokenId kEndOfGeneration = 2;
+  static constexpr TokenId kByteOffset = 16;
+  static TokenId ByteToken(unsigned char byte) { return static_cast<TokenId>(byte) + kByteOffset; }
+  // The tokens of `text`, one per byte.
+  static std::vector<TokenId> Bytes(std::string_view text);
+
+  explicit FakeEngine(FakeEngineOptions options = {});
+  ~FakeEngine() override;
+
+  // --- Engine.
+  Status Load(const EngineConfig& config) override;
+  bool loaded() const override;
+  const ModelInfo& model_info() const override { return info_; }
+  Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_bos, bool parse_special) const override;
+  Result<std::string> Detokenize(const std::vector<TokenId>& tokens, bool render_special) const override;
+  Result<std::vector<TokenId>> ChatPrompt(std::string_view system, std::string_view user,
+                                          bool sanitize) const override;
+  Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
+                                              bool sanitize) const override;
+  Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages, bool enable_thinking,
+                                                  bool sanitize) const override;
+  Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const override;
+  TokenId MessageStartToken() const override { return kMessageStart; }
+  Status DecodeBatch(const std::vector<DecodeItem>& items) override;
+  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override;
+  bool IsEndOfGeneration(TokenId token) const override { return token == kEndOfGeneration; }
+  std::string TokenText(TokenId token) const override;
+  Status TruncateSequence(int32_t sequence, int32_t position) override;
+  Status CopySequence(int32_t src, int32_t dst) override;
+  Result<std::string> SaveSequenceState(int32_t sequence) override;
+  Status RestoreSequenceState(int32_t sequence, const std::string& state) override;
+  void Release() override;
+
+  // --- For tests (any thread).
+
+  // The token `history` is followed by (what every sampler returns after it).
+  static TokenId NextToken(const std::vector<TokenId>& history);
+
+  // Every DecodeBatch that succeeded, in order (with no failures, batch i is the worker's
+  // step i + 1), and every one that failed.
+  std::vector<std::vector<DecodeItem>> batches() const;
+  std::vector<std::vector<DecodeItem>> failed_batches() const;
+  // Tokens decoded in successful batches: in all, and those that were not the token the
+  // sampler had just produced for that sequence and position (prompt tokens).
+  int64_t decoded_tokens() const;
+  int64_t prompt_tokens_decoded() const;
+  // What `sequence` holds now.
+  std::vector<TokenId> history(int32_t sequence) const;
+  // Memory operations refused as Unimplemented (the scheduler asked for something the
+  // MemoryCapabilities rule out).
+  int64_t refused_operations() const;
+
+  void FailNextDecodes(int32_t n);
+  // From now on a DecodeBatch call blocks, before it does anything, until it is released (or
+  // 10 s pass). ReleaseDecodes lets it through and stops holding; ReleaseOneDecode lets it
+  // through and holds the calls after it, so ReleaseOneDecode + WaitUntilHeld runs exactly one
+  // more decode.
+  void HoldDecodes();
+  void ReleaseDecodes();
+  void ReleaseOneDecode();
+  // Waits until a DecodeBatch call is blocked since the last HoldDecodes; false after
+  // `timeout_ms`.
+  bool WaitUntilHeld(int timeout_ms) const;
+
+ private:
+  class FakeSampler;
+  TokenId SampleAt(int32_t output_index, int32_t* generated);
+  Result<std::vector<TokenId>> Message(std::string_view role, std::string_view content, bool user_text,
+                                       bool sanitize) const;
+  Status CheckSequence(int32_t sequence) const;  // mu_ held
+
+  const FakeEngineOptions options_;
+  ModelInfo info_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool loaded_ = true;
+  std::vector<std::vector<TokenId>> memory_;  // per sequence
+  struct Sampled {
+    int32_t position = -1;
+    TokenId token = 0;
+  };
+  std::vector<Sampled> sampled_;              // per sequence: the token sampled to go next
+  std::vector<DecodeItem> last_batch_;        // empty after a failed decode
+  std::vector<std::vector<DecodeItem>> batches_, failed_batches_;
+  int64_t decoded_tokens_ = 0, prompt_tokens_decoded_ = 0, refused_ = 0;
+  int32_t fail_next_ = 0;
+  bool hold_ = false;
+  bool held_ = false;          // a DecodeBatch call blocked since the last HoldDecodes
+  uint64_t release_epoch_ = 0;  // counts ReleaseDecodes calls
+};
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_FAKE_ENGINE_H_
