@@ -1,12 +1,13 @@
-# cmake --install: the daemon, the CLI, the C library and headers, the systemd units and
-# their sysusers/tmpfiles entries, the default config, and the docs.
+# cmake --install: the daemon, the CLI, the C libraries (the client and the embedded engine)
+# and their headers, the systemd units and their sysusers/tmpfiles entries, the default
+# config, and the docs.
 include(GNUInstallDirs)
 set(LLMD_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE PATH "systemd unit directory (relative: under the prefix)")
 
 install(TARGETS llmd llmctl llmd-mkmodel RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS llmd_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES include/llmd/client.h include/llmd/llmd.h include/llmd/result.h include/llmd/status.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/llmd)
+install(TARGETS llmd_c llmd_engine_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES include/llmd/client.h include/llmd/llmd.h include/llmd/llmd_engine.h include/llmd/result.h
+        include/llmd/status.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/llmd)
 
 # The unit names /usr/bin/llmd and /etc/llmd; point it at where this install puts them (the
 # prefix is only known at install time: cmake --install --prefix).

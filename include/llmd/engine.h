@@ -9,14 +9,16 @@
 // time; more wait their turn.
 //
 // Thread-safety: every method of LocalEngine and LocalChat is thread-safe; one LocalChat
-// answers one Ask at a time. Lifetime: a LocalChat must not outlive its LocalEngine.
+// answers one Ask at a time (a second waits). A TextCallback must not call Reset or Release
+// on its own engine, nor start another generation on it. Lifetime: a LocalChat must not
+// outlive its LocalEngine.
 #ifndef LLMD_ENGINE_H_
 #define LLMD_ENGINE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,7 +61,9 @@ struct LocalStats {
 };
 
 // Receives each piece of visible text as it is generated (whole UTF-8 characters). Return
-// false to stop the generation early (finish reason "cancelled").
+// false to stop the generation early (finish reason "cancelled"): the call then returns
+// exactly the text the callback was given, though a chat's history keeps every token the
+// model generated before it stopped.
 using TextCallback = std::function<bool(std::string_view text)>;
 
 class LocalChat;
@@ -88,11 +92,14 @@ class LocalEngine {
   // text.
   Result<std::unique_ptr<LocalChat>> NewChat(std::string_view system);
 
-  // Stats of the most recent generation on this engine (any thread's).
+  // Stats of the most recent generation on this engine (any thread's; a chat's own are in
+  // LocalChat::last_stats).
   LocalStats last_stats() const;
-  // Forgets every cached prefix and chat history; the next request prefills from scratch.
+  // Forgets every cached prefix and chat history (chats start over, turns() back to 0); the
+  // next request prefills from scratch. Waits for running generations to finish.
   void Reset();
-  // Frees the model; every later call is Unavailable.
+  // Cancels running generations (they end as "cancelled"), then frees the model; every later
+  // call is Unavailable.
   void Release();
 
   struct Impl;
@@ -113,8 +120,10 @@ class LocalChat {
   Result<std::string> Ask(std::string_view user, int32_t max_tokens);
   // Forgets the history; the system prompt stays.
   void Clear();
-  // Turns answered since the start or the last Clear.
+  // Turns answered since the start, the last Clear or the engine's last Reset.
   int32_t turns() const;
+  // Stats of this chat's most recent turn.
+  LocalStats last_stats() const;
 
  private:
   friend class LocalEngine;
@@ -122,7 +131,10 @@ class LocalChat {
   LocalEngine::Impl& engine_;
   const std::string system_;
   const std::string session_;
-  std::atomic<int32_t> turns_{0};
+  mutable std::mutex mu_;     // one Ask at a time
+  int32_t turns_ = 0;         // guarded by mu_
+  uint64_t epoch_ = 0;        // guarded by mu_: the engine's Reset count when turns_ was set
+  LocalStats last_;           // guarded by mu_
 };
 
 }  // namespace llmd

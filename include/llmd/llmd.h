@@ -27,7 +27,15 @@ enum {
   LLMD_ERR_TIMEOUT = 2,           /* no response within the timeout */
   LLMD_ERR_SERVER = 3,            /* the daemon answered with an error; see server_code */
   LLMD_ERR_IO = 4,                /* the connection broke or the reply was unreadable */
-  LLMD_ERR_INVALID_ARGUMENT = 5,  /* a NULL where a value is required */
+  LLMD_ERR_INVALID_ARGUMENT = 5,  /* a NULL where a value is required; from the embedded
+                                     engine (llmd_engine.h) also a request it refuses: invalid
+                                     UTF-8, a prompt longer than the context, a sampling value
+                                     out of range */
+  /* The embedded engine (llmd_engine.h) only: */
+  LLMD_ERR_ENGINE = 6,             /* the model could not be loaded or could not generate */
+  LLMD_ERR_UNAVAILABLE = 7,        /* the engine was released */
+  LLMD_ERR_NOT_FOUND = 8,          /* the model file does not exist */
+  LLMD_ERR_RESOURCE_EXHAUSTED = 9, /* out of memory, or too many requests waiting */
 };
 
 typedef struct llmd_client llmd_client;

@@ -28,14 +28,18 @@ struct LocalEngine::Impl {
   mutable std::mutex stats_mu;
   LocalStats last;                              // guarded by stats_mu
   std::atomic<uint64_t> next_chat{0};
+  std::atomic<uint64_t> epoch{0};               // Reset count: chats compare it to start over
 
   static sched::WorkerOptions WorkerOptionsFor() {
     sched::WorkerOptions w;
-    w.queue_depth = 1024;  // in-process callers wait their turn rather than being refused
+    w.queue_depth = 1024;        // in-process callers wait their turn rather than being refused
+    w.max_sessions = 1u << 20;   // the app owns its chats; none is dropped behind its back
     return w;
   }
 
-  Result<std::string> Run(sched::Job job, const LocalGenerateOptions& o, const TextCallback& on_text) {
+  // Runs one job to its end; `stats` (if not null) gets its stats.
+  Result<std::string> Run(sched::Job job, const LocalGenerateOptions& o, const TextCallback& on_text,
+                          LocalStats* stats = nullptr) {
     engine::SamplingParams& p = job.options.sampling;
     p.temperature = o.temperature;
     p.top_p = o.top_p;
@@ -51,6 +55,7 @@ struct LocalEngine::Impl {
     if (!worker) return UnavailableError("the engine was released");
     LLMD_RETURN_IF_ERROR(worker->Submit(std::move(job)));
     bool forwarding = true;
+    std::string forwarded;  // what the callback was given, when it stopped the generation
     while (true) {
       auto event = channel->TryPop();
       if (!event) {
@@ -60,24 +65,28 @@ struct LocalEngine::Impl {
       switch (event->type) {
         case sched::JobEvent::Type::kText:
           // A callback that says stop cancels at the next step; the text so far is kept.
-          if (forwarding && !on_text(event->text)) {
+          if (!forwarding) break;
+          forwarded += event->text;
+          if (!on_text(event->text)) {
             forwarding = false;
             channel->Cancel();
           }
           break;
         case sched::JobEvent::Type::kError: return event->error;
         case sched::JobEvent::Type::kDone: {
-          Record(event->completion.stats);
-          return std::move(event->completion.text);
+          const LocalStats st = Record(event->completion.stats);
+          if (stats != nullptr) *stats = st;
+          return forwarding ? std::move(event->completion.text) : std::move(forwarded);
         }
       }
     }
   }
 
-  void Record(const engine::GenerationStats& st) {
+  LocalStats Record(const engine::GenerationStats& st) {
     std::lock_guard<std::mutex> lock(stats_mu);
     last = {load_ms, st.prefill_ms, st.ttft_ms, st.decode_ms, st.prompt_tokens, st.cached_tokens,
             st.generated_tokens, std::string(engine::FinishReasonName(st.finish_reason))};
+    return last;
   }
 };
 
@@ -156,16 +165,22 @@ void LocalEngine::Reset() {
   // A fresh worker over the same engine starts with empty memory and no sessions.
   auto engine = impl_->worker->Release();
   impl_->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor());
+  ++impl_->epoch;
 }
 
 void LocalEngine::Release() {
   if (!impl_) return;
+  {
+    // Cancel first, so the exclusive lock below is not held up by long generations.
+    std::shared_lock<std::shared_mutex> lock(impl_->mu);
+    if (impl_->worker) impl_->worker->Stop();
+  }
   std::unique_lock<std::shared_mutex> lock(impl_->mu);
-  impl_->worker.reset();  // stops the thread, then frees the model
+  impl_->worker.reset();  // joins the thread, then frees the model
 }
 
 LocalChat::LocalChat(LocalEngine::Impl& engine, std::string system, std::string session)
-    : engine_(engine), system_(std::move(system)), session_(std::move(session)) {}
+    : engine_(engine), system_(std::move(system)), session_(std::move(session)), epoch_(engine.epoch.load()) {}
 
 LocalChat::~LocalChat() { Clear(); }
 
@@ -177,19 +192,33 @@ Result<std::string> LocalChat::Ask(std::string_view user, int32_t max_tokens) {
 
 Result<std::string> LocalChat::Ask(std::string_view user, const LocalGenerateOptions& options,
                                    const TextCallback& on_text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch_ != engine_.epoch.load()) {  // the engine was Reset: the history is gone
+    epoch_ = engine_.epoch.load();
+    turns_ = 0;
+  }
   sched::Job job;
   job.prompt = sched::SessionTurn{session_, system_, std::string(user)};
-  auto reply = engine_.Run(std::move(job), options, on_text);
+  auto reply = engine_.Run(std::move(job), options, on_text, &last_);
   if (reply.has_value()) ++turns_;
   return reply;
 }
 
 void LocalChat::Clear() {
+  std::lock_guard<std::mutex> chat_lock(mu_);
   std::shared_lock<std::shared_mutex> lock(engine_.mu);
   if (engine_.worker) (void)engine_.worker->EndSession(session_);
   turns_ = 0;
 }
 
-int32_t LocalChat::turns() const { return turns_.load(); }
+int32_t LocalChat::turns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return epoch_ == engine_.epoch.load() ? turns_ : 0;
+}
+
+LocalStats LocalChat::last_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_;
+}
 
 }  // namespace llmd

@@ -4,6 +4,8 @@
 // cut back to a shared prefix, so every case here that reuses one goes through a checkpoint.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <filesystem>
 #include <string>
@@ -161,6 +163,36 @@ TEST_F(HybridModelTest, AChatSessionContinuesAfterAOneShotRequestOnTheSameSlot) 
   auto t3 = c.Chat("reader", "Thanks.", Greedy(8), nullptr);
   ASSERT_TRUE(t3.has_value());
   EXPECT_GE(t3->cached_tokens, t2->prompt_tokens) << "turn 3 prefills only its own text";
+}
+
+TEST_F(HybridModelTest, APeerLeavingMidPrefillCancelsAndTheNextRequestIsCorrect) {
+  const Generation reference = Ask("Count slowly.", Greedy(8));
+  const size_t gone_before = daemon_->CountLog("client_gone");
+  {
+    RawConn c(daemon_->socket());  // a long prompt, and gone before its first token
+    std::string words;
+    for (int i = 0; i < 400; ++i) words += " river";
+    ASSERT_TRUE(c.Send(GenerateRequest("Remember:" + words, 8, true)));
+  }
+  for (int i = 0; i < 600 && daemon_->CountLog("client_gone") <= gone_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // liveness only
+  }
+  EXPECT_GT(daemon_->CountLog("client_gone"), gone_before);
+  EXPECT_EQ(Ask("Count slowly.", Greedy(8)).text, reference.text) << "the freed slot gives correct output";
+}
+
+TEST(HybridReload, SighupSwapsTheModelAndServingGoesOn) {
+  DaemonProcess d({"--parallel", "2"}, Qwen35TinyPath());
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket());
+  auto before = c.GenerateStream("What is new?", WithSystem(6), nullptr);
+  ASSERT_TRUE(before.has_value()) << before.error().ToString();
+  d.Signal(SIGHUP);
+  ASSERT_TRUE(d.WaitForLog("llmd info reloaded", std::chrono::seconds(60))) << d.log();
+  auto after = c.GenerateStream("What is new?", WithSystem(6), nullptr);
+  ASSERT_TRUE(after.has_value()) << after.error().ToString();
+  EXPECT_EQ(after->text, before->text) << "the same model, reloaded";
+  EXPECT_EQ(after->cached_tokens, 0u) << "the new engine starts with empty memory";
 }
 
 TEST(HybridSessions, SurviveARestartThroughSaveAndRestore) {

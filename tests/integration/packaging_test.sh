@@ -9,11 +9,12 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 
 for f in bin/llmd bin/llmctl bin/llmd-mkmodel include/llmd/llmd.h include/llmd/client.h \
+         include/llmd/llmd_engine.h \
          lib/systemd/system/llmd.service lib/systemd/system/llmd.socket \
          lib/sysusers.d/llmd.conf lib/tmpfiles.d/llmd.conf etc/llmd/llmd.toml share/doc/llmd/protocol.md; do
   [[ -e "$prefix/$f" ]] || { echo "packaging: $f was not installed" >&2; exit 1; }
 done
-ls "$prefix"/lib*/libllmd.so >/dev/null
+ls "$prefix"/lib*/libllmd.so "$prefix"/lib*/libllmd_engine.so >/dev/null
 grep -q "ExecStart=$prefix/bin/llmd --config $prefix/etc/llmd/llmd.toml" "$prefix/lib/systemd/system/llmd.service"
 
 systemd-analyze verify "$prefix/lib/systemd/system/llmd.socket" "$prefix/lib/systemd/system/llmd.service"

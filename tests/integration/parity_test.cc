@@ -1,9 +1,10 @@
-// Parity: with greedy sampling, llmd's engine generates exactly what llama.cpp's own reference
-// program (llama-completion, built from the same source) generates, for the same model, prompt
-// and thread count. (llama-simple takes no thread count; without OpenMP it starts 4 threads
+// Parity: with greedy sampling, llmd's generation path (the embedded engine, LocalEngine, on the
+// daemon's scheduler) generates exactly what llama.cpp's own reference program
+// (llama-completion, built from the same source) generates, for the same model, prompt and
+// thread count. (llama-simple takes no thread count; without OpenMP it starts 4 threads
 // per graph on a 2-core machine and runs 50x slower, with the same tokens.)
-// Set LLMD_PARITY_PERTURB=1 to change one of llmd's tokens before comparing: the test must
-// then fail, which shows it can.
+// Set LLMD_PARITY_PERTURB=1 to change one character of llmd's text before comparing: the test
+// must then fail, which shows it can.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/llama/llama_engine.h"
+#include "llmd/engine.h"
 #include "tests/support/test_models.h"
 
-namespace llmd::engine {
+namespace llmd {
 namespace {
 
 constexpr int kTokens = 32;
@@ -58,29 +59,29 @@ class ParityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParityTest, GreedyOutputMatchesLlamaCompletion) {
   const std::string model = GetParam();
-  auto engine = NewLlamaEngine();
-  EngineConfig config;
-  config.model_path = model;
+  LocalEngineOptions config;
   config.threads = 2;
-  ASSERT_TRUE(engine->Load(config).ok());
-  GenerateOptions options;
-  options.max_tokens = kTokens;
-  options.sampling = SamplingParams::Greedy();
+  config.sequences = 1;  // llama-completion's one sequence
+  auto engine = LocalEngine::Load(model, config);
+  ASSERT_TRUE(engine.has_value()) << engine.error().ToString();
+  const LocalGenerateOptions options = LocalGenerateOptions::Greedy(kTokens);
 
   for (const auto& prompt : kPrompts) {
-    engine->Reset();
-    auto ours = engine->Complete(prompt, options);
+    (*engine)->Reset();
+    // The generated text, as llama-completion prints it: token pieces as they are, control
+    // tokens as nothing.
+    auto ours = (*engine)->Complete(prompt, options);
     ASSERT_TRUE(ours.has_value()) << ours.error().ToString();
-    std::vector<TokenId> tokens = ours->tokens;
-    if (std::getenv("LLMD_PARITY_PERTURB") != nullptr && tokens.size() > 2) {
-      tokens[tokens.size() / 2] = tokens[tokens.size() / 2] == 11 ? 12 : 11;  // ',' or '-'
+    const LocalStats stats = (*engine)->last_stats();
+    EXPECT_EQ(stats.cached_tokens, 0) << "Reset forgets the previous prompt";
+    std::string text = *ours;
+    if (std::getenv("LLMD_PARITY_PERTURB") != nullptr && !text.empty()) {
+      char& c = text[text.size() / 2];
+      c = c == ',' ? '-' : ',';
     }
-    // llama-completion prints token pieces as they are, control tokens as nothing.
-    auto text = engine->Detokenize(tokens, /*render_special=*/false);
-    ASSERT_TRUE(text.has_value());
     std::string reference = ReferenceOutput(model, prompt);
-    EXPECT_EQ(*text, reference) << "prompt: " << prompt << " (" << tokens.size()
-                                << " llmd tokens)";
+    EXPECT_EQ(text, reference) << "prompt: " << prompt << " (" << stats.generated_tokens << " llmd tokens, finish "
+                               << stats.finish_reason << ")";
   }
 }
 
@@ -91,4 +92,4 @@ INSTANTIATE_TEST_SUITE_P(SyntheticModels, ParityTest,
                          });
 
 }  // namespace
-}  // namespace llmd::engine
+}  // namespace llmd
