@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "llmd/engine.h"
 #include "tests/support/test_models.h"
 
@@ -52,7 +53,10 @@ std::string ReferenceOutput(const std::string& model, const std::string& prompt)
   if (!out.ends_with("\n\n")) return "<llama-completion output has no closing newlines>";
   out.resize(out.size() - 2);
   if (out.ends_with(" [end of text]\n")) out.resize(out.size() - 15);
-  return out;
+  // llama-completion prints token bytes as they are; llmd never emits invalid UTF-8 (a broken
+  // sequence becomes U+FFFD, byte by byte). Compare what a client of each would see.
+  Utf8StreamAssembler utf8;
+  return utf8.Push(out) + utf8.Finish();
 }
 
 class ParityTest : public ::testing::TestWithParam<std::string> {};
@@ -86,8 +90,10 @@ TEST_P(ParityTest, GreedyOutputMatchesLlamaCompletion) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SyntheticModels, ParityTest,
-                         ::testing::Values(testing::TinyModelPath(), testing::Qwen06bQ4Path()),
-                         [](const auto& info) {
+                         ::testing::Values(testing::TinyModelPath(), testing::Qwen06bQ4Path(),
+                                           testing::Qwen35TinyPath()),
+                         [](const auto& info) -> std::string {
+                           if (info.param.find("qwen35") != std::string::npos) return "Qwen35Tiny_Hybrid";
                            return info.param.find("tiny") != std::string::npos ? "Tiny" : "Qwen3_06B_Q4_0";
                          });
 
