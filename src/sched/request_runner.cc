@@ -40,7 +40,7 @@ bool PeerGone(const RunRequest& r) {
 
 }  // namespace
 
-Status RequestRunner::StoppingOr(Status error) const { return state_.stopping() ? ShuttingDown() : error; }
+Status RequestRunner::StoppingOr(const Status& error) const { return state_.stopping() ? ShuttingDown() : error; }
 
 RequestRunner::WaitEnd RequestRunner::Await(JobChannel& channel, const RunRequest& r, int64_t deadline,
                                             bool forward, engine::Completion* out, Status* error) {

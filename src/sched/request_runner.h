@@ -62,7 +62,7 @@ class RequestRunner {
   WaitEnd Await(JobChannel& channel, const RunRequest& request, int64_t deadline, bool forward,
                 engine::Completion* out, Status* error);
   RunOutcome Guard(RunRequest& request, engine::Completion answer, int64_t deadline);
-  Status StoppingOr(Status error) const;
+  Status StoppingOr(const Status& error) const;
 
   ServerState& state_;
 };
