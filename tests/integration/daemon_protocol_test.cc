@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "llmd/client.h"
+#include "tests/support/concurrent_streams.h"
 #include "tests/support/daemon_harness.h"
 
 namespace llmd::testing {
@@ -265,25 +266,7 @@ TEST(DaemonBatching, FourInterleavedStreamsEachMatchTheirSoloRun) {
     ASSERT_TRUE(g.has_value()) << g.error().ToString();
     solo.push_back(g->text);
   }
-  using Clock = std::chrono::steady_clock;
-  std::vector<std::string> together(4);
-  std::vector<Clock::time_point> first(4), last(4);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] {
-      LlmClient c(d.socket());
-      auto g = c.GenerateStream(prompts[i], o, [&](std::string_view) {
-        if (first[i] == Clock::time_point()) first[i] = Clock::now();
-        last[i] = Clock::now();
-        return true;
-      });
-      if (g.has_value()) together[i] = g->text;
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i], solo[i]) << "stream " << i << " changed when batched";
-  // They really ran at the same time: every stream had started before any had finished.
-  EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
+  ExpectConcurrentStreamsMatchSolo(d.socket(), prompts, o, solo);
 }
 
 // After a busy period that served several requests at once, a burst of new requests shares

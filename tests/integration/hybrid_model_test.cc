@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "llmd/client.h"
+#include "tests/support/concurrent_streams.h"
 #include "tests/support/daemon_harness.h"
 
 namespace llmd::testing {
@@ -107,24 +108,7 @@ TEST_F(HybridModelTest, FourInterleavedStreamsEachMatchTheirSoloRun) {
                                             "List some prime numbers.", "Describe a busy city street at night."};
   std::vector<std::string> solo;
   for (const auto& p : prompts) solo.push_back(Ask(p, Greedy(48)).text);
-  using Clock = std::chrono::steady_clock;
-  std::vector<std::string> together(4);
-  std::vector<Clock::time_point> first(4), last(4);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] {
-      auto g = LlmClient(daemon_->socket(), std::chrono::seconds(120)).GenerateStream(prompts[i], Greedy(48), [&](std::string_view) {
-        if (first[i] == Clock::time_point()) first[i] = Clock::now();
-        last[i] = Clock::now();
-        return true;
-      });
-      if (g.has_value()) together[i] = g->text;
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(together[i], solo[i]) << "stream " << i << " changed when batched";
-  // They really overlapped: every stream had started before any had finished.
-  EXPECT_LT(*std::max_element(first.begin(), first.end()), *std::min_element(last.begin(), last.end()));
+  ExpectConcurrentStreamsMatchSolo(daemon_->socket(), prompts, Greedy(48), solo);
 }
 
 TEST_F(HybridModelTest, TheIdenticalPromptResentReusesAllButItsLastToken) {
