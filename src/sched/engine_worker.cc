@@ -369,8 +369,8 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
 // memory operation that fails falls back to starting the sequence over, which always works.
 size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
   Slot& t = *plan.target;
-  if (!engine_->model_info().memory.partial_truncation && plan.keep < plan.best_common) {
-    checkpoints_.CountMiss();  // some slot held more of this prompt than could be reused
+  if (!engine_->model_info().memory.partial_truncation && plan.best_common >= plan.keep + options_.min_shared_prefix) {
+    checkpoints_.CountMiss();  // some slot held much more of this prompt than could be reused
   }
   Status st;
   if (plan.keep > 0 && plan.source != &t) {
@@ -400,8 +400,8 @@ size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
 }
 
 // Where to save the recurrent state while this slot prefills: before each of the last few
-// message starts (a shared system prompt, the history of a conversation) and just before the
-// last prompt token (the same prompt sent again).
+// message starts (a shared system prompt, the history of a conversation) and near the end of
+// the prompt (the same prompt sent again).
 void EngineWorker::PlanCheckpoints(Slot& slot) {
   slot.checkpoint_at.clear();
   if (!engine_->model_info().memory.state_checkpoints) return;
@@ -414,7 +414,10 @@ void EngineWorker::PlanCheckpoints(Slot& slot) {
     if (slot.checkpoint_at.size() == kMessageCheckpoints) break;
   }
   std::reverse(slot.checkpoint_at.begin(), slot.checkpoint_at.end());
-  if (last > slot.prefilled && (slot.checkpoint_at.empty() || slot.checkpoint_at.back() != last)) {
+  // The one before the last token, unless a message start (the generation prompt's, usually)
+  // is a few tokens before it anyway: restoring that one costs those few tokens, not a copy.
+  constexpr size_t kNearEnd = 16;
+  if (last > slot.prefilled && (slot.checkpoint_at.empty() || slot.checkpoint_at.back() + kNearEnd < last)) {
     slot.checkpoint_at.push_back(last);
   }
 }

@@ -452,7 +452,10 @@ TEST(EngineWorker, OnRecurrentMemoryResentDivergingAndPrefixPromptsMatchTheirSol
 
   auto resent = rig.Run(Chat(system, "What is the time?", 6));
   ASSERT_TRUE(resent.has_value()) << resent.error().ToString();
-  EXPECT_EQ(resent->stats.cached_tokens, static_cast<int32_t>(ChatTokens(system, "What is the time?").size() - 1));
+  // Restored from the checkpoint before the generation prompt's message start ("assistant\n").
+  const auto prompt = ChatTokens(system, "What is the time?");
+  const auto last_start = std::find(prompt.rbegin(), prompt.rend(), FakeEngine().MessageStartToken()).base() - 1;
+  EXPECT_EQ(resent->stats.cached_tokens, static_cast<int32_t>(last_start - prompt.begin()));
   EXPECT_EQ(resent->tokens, Solo(Chat(system, "What is the time?", 6), kRecurrent));
 
   auto other = rig.Run(Chat(diverged, "What is the time?", 6));

@@ -111,11 +111,14 @@ TEST_F(HybridModelTest, FourInterleavedStreamsEachMatchTheirSoloRun) {
   ExpectConcurrentStreamsMatchSolo(daemon_->socket(), prompts, Greedy(48), solo);
 }
 
-TEST_F(HybridModelTest, TheIdenticalPromptResentReusesAllButItsLastToken) {
+// The checkpoint before the generation prompt ("<|im_start|>assistant\n...") serves the resend:
+// all but those few tokens come back.
+TEST_F(HybridModelTest, TheIdenticalPromptResentReusesAllButItsGenerationPrompt) {
   const std::string prompt = "What are the borrowing rules for new members?";
   const Generation a = Ask(prompt, WithSystem(8));
   const Generation b = Ask(prompt, WithSystem(8));
-  EXPECT_EQ(b.cached_tokens, b.prompt_tokens - 1);
+  EXPECT_GE(b.cached_tokens + 16, b.prompt_tokens);
+  EXPECT_LT(b.cached_tokens, b.prompt_tokens);
   EXPECT_EQ(a.text, b.text);
 }
 
