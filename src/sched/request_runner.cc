@@ -118,7 +118,7 @@ RunOutcome RequestRunner::Run(RunRequest r) {
     return outcome;
   }
   if (r.guard && answer.stats.finish_reason != engine::FinishReason::kCancelled) {
-    return Guard(r, std::move(answer), deadline);
+    return Guard(r, stream, std::move(answer), deadline);
   }
   outcome.kind = RunOutcome::Kind::kDone;
   outcome.completion = std::move(answer);
@@ -127,7 +127,7 @@ RunOutcome RequestRunner::Run(RunRequest r) {
 
 // Runs the guard model on the exchange; shows the answer (one piece, when streaming) only if
 // the verdict allows it.
-RunOutcome RequestRunner::Guard(RunRequest& r, engine::Completion answer, int64_t deadline) {
+RunOutcome RequestRunner::Guard(const RunRequest& r, bool stream, engine::Completion answer, int64_t deadline) {
   RunOutcome outcome;
   const int64_t start = NowMs();
   const auto config = state_.config();
@@ -157,7 +157,7 @@ RunOutcome RequestRunner::Guard(RunRequest& r, engine::Completion answer, int64_
     outcome.error = InvalidArgumentError(refusal).WithReason(ErrorReason::kRefusedByGuard);
     return outcome;
   }
-  if (r.job.stream && r.on_text && !answer.text.empty() && !r.on_text(answer.text)) {
+  if (stream && r.on_text && !answer.text.empty() && !r.on_text(answer.text)) {
     outcome.kind = RunOutcome::Kind::kPeerGone;
     return outcome;
   }

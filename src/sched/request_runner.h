@@ -61,7 +61,8 @@ class RequestRunner {
   enum class WaitEnd { kDone, kError, kPeerGone, kTimedOut };
   WaitEnd Await(JobChannel& channel, const RunRequest& request, int64_t deadline, bool forward,
                 engine::Completion* out, Status* error);
-  RunOutcome Guard(RunRequest& request, engine::Completion answer, int64_t deadline);
+  // `stream`: the job streamed (the job itself was moved into the worker).
+  RunOutcome Guard(const RunRequest& request, bool stream, engine::Completion answer, int64_t deadline);
   Status StoppingOr(const Status& error) const;
 
   ServerState& state_;
