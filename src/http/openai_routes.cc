@@ -139,7 +139,7 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
                                           .WithReason(ErrorReason::kModelLoading)));
   }
   if (ctx_.stopping()) {
-    return SendError(out, OpenAiError(UnavailableError("the daemon is shutting down").WithReason(ErrorReason::kShuttingDown)));
+    return SendError(out, OpenAiError(sched::ShuttingDownError()));
   }
   const uint32_t bucket = req.peer.tcp ? kTcpRateBucket : req.peer.uid;
   if (int64_t wait_ms = ctx_.rate_limiter().Acquire(bucket); wait_ms > 0) {

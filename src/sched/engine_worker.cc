@@ -17,10 +17,6 @@ size_t CommonPrefix(const std::vector<engine::TokenId>& a, const std::vector<eng
   return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
 }
 
-Status ShuttingDown() {
-  return UnavailableError("the daemon is shutting down").WithReason(ErrorReason::kShuttingDown);
-}
-
 }  // namespace
 
 // One KV sequence and the job running on it (engine thread only).
@@ -87,7 +83,7 @@ EngineWorker::~EngineWorker() {
 Status EngineWorker::Submit(Job job) {
   if (options_.memory_guard != nullptr) LLMD_RETURN_IF_ERROR(options_.memory_guard->Check());
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return ShuttingDown();
+  if (stopping_) return ShuttingDownError();
   if (queue_.size() >= options_.queue_depth) {
     return ResourceExhaustedError("the request queue is full (" + std::to_string(options_.queue_depth) +
                                   " waiting); retry later")
@@ -114,7 +110,7 @@ void EngineWorker::Stop() {
     for (auto& ch : running_) ch->Cancel();
     cv_.notify_one();
   }
-  for (auto& job : dropped) job.channel->Push(JobEvent::Error(ShuttingDown()));
+  for (auto& job : dropped) job.channel->Push(JobEvent::Error(ShuttingDownError()));
 }
 
 std::unique_ptr<engine::Engine> EngineWorker::Release() {

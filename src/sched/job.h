@@ -37,6 +37,11 @@ struct RawCompletion {  // plain text, no template
 };
 using PromptSource = std::variant<OneShotChat, SessionTurn, Conversation, RawCompletion>;
 
+// The error of a job the daemon could not run or finish because it is stopping.
+inline Status ShuttingDownError() {
+  return UnavailableError("the daemon is shutting down").WithReason(ErrorReason::kShuttingDown);
+}
+
 // What a job produces, in order: zero or more kText events, then one kDone or kError.
 struct JobEvent {
   enum class Type { kText, kDone, kError };

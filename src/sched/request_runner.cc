@@ -15,10 +15,6 @@ constexpr int64_t kDrainLimitMs = 30000;
 
 int64_t NowMs() { return RealClock::Get().NowMs(); }
 
-Status ShuttingDown() {
-  return UnavailableError("the daemon is shutting down").WithReason(ErrorReason::kShuttingDown);
-}
-
 // Waits for a cancelled job's final event, so the engine is done with it.
 void Drain(JobChannel& channel) {
   const int64_t limit = NowMs() + kDrainLimitMs;
@@ -40,7 +36,7 @@ bool PeerGone(const RunRequest& r) {
 
 }  // namespace
 
-Status RequestRunner::StoppingOr(const Status& error) const { return state_.stopping() ? ShuttingDown() : error; }
+Status RequestRunner::StoppingOr(const Status& error) const { return state_.stopping() ? ShuttingDownError() : error; }
 
 RequestRunner::WaitEnd RequestRunner::Await(JobChannel& channel, const RunRequest& r, int64_t deadline,
                                             bool forward, engine::Completion* out, Status* error) {
@@ -92,7 +88,7 @@ RunOutcome RequestRunner::Run(RunRequest r) {
     return outcome;
   }
   if (state_.stopping()) {
-    outcome.error = ShuttingDown();
+    outcome.error = ShuttingDownError();
     return outcome;
   }
   const int64_t deadline = r.timeout_ms > 0 ? NowMs() + r.timeout_ms : 0;
@@ -114,7 +110,7 @@ RunOutcome RequestRunner::Run(RunRequest r) {
     case WaitEnd::kDone: break;
   }
   if (answer.stats.finish_reason == engine::FinishReason::kCancelled && state_.stopping()) {
-    outcome.error = ShuttingDown();
+    outcome.error = ShuttingDownError();
     return outcome;
   }
   if (r.guard && answer.stats.finish_reason != engine::FinishReason::kCancelled) {
