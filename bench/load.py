@@ -18,7 +18,7 @@ def pstr(s):
 
 def stream_request(prompt, tokens, system):
     params = (b'\x01' + pstr(system) if system is not None else b'\x00')
-    params += b'\x01' + struct.pack('<f', 0.0) + b'\x00' * 6  # temperature 0, rest unset
+    params += b'\x01' + struct.pack('<f', 0.0) + b'\x00' * 7  # temperature 0, rest unset
     return b'\x03' + pstr(prompt) + b'\x01' + varint(tokens) + params
 
 def read_frame(sock):

@@ -119,7 +119,7 @@ class Contenders:
 def native_request(path, user, max_tokens, system=""):
     """One greedy GenerateStream on llmd's native socket: client-side TTFT and inter-token
     gaps, and the daemon's own stats from the Done frame."""
-    params = b"\x01" + pstr(system) + b"\x01" + struct.pack("<f", 0.0) + b"\x00" * 6
+    params = b"\x01" + pstr(system) + b"\x01" + struct.pack("<f", 0.0) + b"\x00" * 7
     body = b"\x03" + pstr(user) + b"\x01" + varint(max_tokens) + params
     s = socket.socket(socket.AF_UNIX); s.connect(path)
     t0 = time.perf_counter(); s.sendall(struct.pack(">I", len(body)) + body)

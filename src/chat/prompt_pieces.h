@@ -12,10 +12,20 @@
 
 namespace llmd::chat {
 
+// A function call the assistant made: its id, the function's name and its arguments as
+// JSON text.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 // One message of a conversation, as an OpenAI client sends it.
 struct Message {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call this message answers
 };
 
 struct PromptPiece {

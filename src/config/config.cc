@@ -106,6 +106,13 @@ const std::vector<Key>& Keys() {
          }
          return Status::Ok();
        }},
+      {"embedding_models", {"--embedding-models"}, {"LLMD_EMBEDDING_MODELS"},
+       "Models (by name) loaded for /v1/embeddings instead of generation, as name[,name...]; each "
+       "file must name its pooling",
+       [](DaemonConfig& c, const std::string& v) {
+         c.embedding_models = SplitList(v);
+         return Status::Ok();
+       }},
       {"memory_budget_mb", {"--memory-budget-mb"}, {"LLMD_MEMORY_BUDGET_MB"},
        "Memory the models (weights + KV cache) may take; 0: what is available at startup",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.memory_budget_mb, 0, 1ll << 40); }},
@@ -220,6 +227,9 @@ const std::vector<Key>& Keys() {
       {"content_safety_check", {"--content-safety-check"}, {"LLMD_CONTENT_SAFETY_CHECK"},
        "Sanitize user input as the reference daemon does",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.content_safety_check); }, true},
+      {"enable_thinking", {"--enable-thinking"}, {"LLMD_ENABLE_THINKING"},
+       "HTTP chat requests that do not say: think first (reasoning_content)",
+       [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.enable_thinking); }, true},
       {"threads", {"--threads", "-t"}, {"LLMD_THREADS"}, "CPU threads (0: one per fast core, see cpu_affinity; all online CPUs when they are alike)",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.threads, 0, 1024); }},
       {"cpu_affinity", {"--cpu-affinity"}, {"LLMD_CPU_AFFINITY"},

@@ -18,6 +18,7 @@ struct DaemonConfig {
   engine::EngineConfig engine;       // model_path, max_context_len, parallel, threads, ...
   std::string model_name;            // the first model's name; empty: its file name
   std::vector<std::pair<std::string, std::string>> extra_models;  // name, path ("models")
+  std::vector<std::string> embedding_models;  // names loaded for embeddings, not generation
   uint64_t memory_budget_mb = 0;     // 0: the memory available at startup
   uint64_t memory_floor_mb = 64;     // refuse new work below this much available memory; 0: never
   std::string cpu_affinity = "auto"; // "auto" (fast cores on big.LITTLE), "none", or a CPU list
@@ -35,6 +36,9 @@ struct DaemonConfig {
   uint32_t max_new_tokens = 256;     // default and cap of a request's max_tokens (1..4096)
   std::string system_prompt = "You are a helpful assistant. Answer briefly.";
   bool content_safety_check = true;  // sanitize user input (seed 000's sanitize_user_input)
+  // OpenAI chat requests that say nothing about thinking: the template's thinking switch on,
+  // the think block returned as reasoning_content.
+  bool enable_thinking = false;
 
   std::string socket_path = "/run/llmd/llm.sock";
   uint32_t socket_mode = 0600;       // 0600 or 0660

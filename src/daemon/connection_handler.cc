@@ -11,6 +11,7 @@
 #include "common/utf8.h"
 #include "format/session_file.h"
 #include "daemon/native_errors.h"
+#include "engine/llama/llama_grammar.h"
 #include "sched/request_runner.h"
 #include "transport/frame_connection.h"
 
@@ -57,6 +58,23 @@ std::string OutcomeOf(const Response& r) {
     case ErrorCode::kRefused: return "refused";
     default: return "error";
   }
+}
+
+// A request's structured-output constraint as the GBNF grammar its sampling follows. A JSON
+// schema is converted here, on the connection's thread; a GBNF grammar is passed as it is, and
+// one llama.cpp cannot parse is refused when its sampler is made (InvalidArgument either way).
+Result<std::string> GrammarOf(const proto::Constraint& c) {
+  switch (c.kind) {
+    case proto::Constraint::Kind::kJsonSchema:
+      return engine::JsonSchemaToGrammar(c.text);
+    case proto::Constraint::Kind::kGbnfGrammar:
+      // An empty grammar would mean "no constraint" to the engine: refuse it instead.
+      if (c.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        return InvalidArgumentError("the GBNF grammar is empty (it needs a rule \"root\")");
+      }
+      return c.text;
+  }
+  return InvalidArgumentError("unknown constraint kind");
 }
 
 Status RateLimited(int64_t wait_ms) {
@@ -259,6 +277,9 @@ class Handler {
     if (p.top_k) job.options.sampling.top_k = static_cast<int32_t>(std::min<uint32_t>(*p.top_k, 1u << 20));
     if (p.repeat_penalty) job.options.sampling.repeat_penalty = *p.repeat_penalty;
     if (p.seed) job.options.sampling.seed = *p.seed;
+    if (p.constraint) {
+      LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));
+    }
     LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
     job.stream = req.type != Request::Type::kGenerate;
     if (req.type == Request::Type::kChat) {
@@ -286,10 +307,10 @@ class Handler {
     run.peer_fd = conn_.fd();
     run.timeout_ms = config_->request_timeout_ms;
     const bool stream = run.job.stream;
-    run.on_text = [this](std::string_view text) {
+    run.on_text = [this](const sched::JobEvent& event) {
       Response tok;
       tok.type = Response::Type::kToken;
-      tok.text = std::string(text);
+      tok.text = event.text;
       return Send(tok);
     };
     sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));

@@ -179,9 +179,18 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     options.idle_heartbeat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
   }
   uint64_t used_mib = 0;
+  for (const auto& embedder : c.embedding_models) {
+    if (std::none_of(models.begin(), models.end(), [&](const auto& m) { return m.first == embedder; })) {
+      return InvalidArgumentError("embedding_models names '" + embedder + "', which is not among the models");
+    }
+  }
   for (const auto& [name, path] : models) {
     config::DaemonConfig one = c;
     one.engine.model_path = path;
+    if (std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end()) {
+      one.engine.embeddings = true;
+      one.engine.sequences = 1;  // inputs are embedded one at a time
+    }
     LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
     const engine::ModelInfo info = engine->model_info();
     const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;

@@ -56,6 +56,8 @@ struct ModelInfo {
   uint64_t fingerprint = 0;  // identifies the model (saved sessions must match it)
   uint64_t kv_cache_bytes = 0;
   MemoryCapabilities memory;
+  bool embeddings = false;     // loaded for embeddings: Embed works, generation does not
+  int32_t embedding_size = 0;  // the model's n_embd
   double load_ms = 0;        // how long Load took
   std::vector<DevicePlacement> placement;  // the CPU first, then each configured device
   std::vector<std::string> placement_plan; // the plan in words, one line per device
@@ -70,14 +72,32 @@ struct DecodeItem {
   bool logits = false;   // sample after this token (its index in the batch is the output index)
 };
 
-// A per-request sampling state (penalties remember what it sampled). Engine thread only;
-// must not outlive its Engine.
+// A per-request sampling state (penalties and the grammar remember what it sampled). Engine
+// thread only; must not outlive its Engine.
 class Sampler {
  public:
+  static constexpr TokenId kNoToken = -1;
   virtual ~Sampler() = default;
   // Samples from the logits of batch item `output_index` of the last DecodeBatch, and
-  // remembers the token.
+  // remembers the token. kNoToken when the grammar allows no token at all.
   virtual TokenId Sample(int32_t output_index) = 0;
+  // The log-probability of `token` at that output and the `top` most likely tokens there,
+  // from the model's distribution (SamplingParams::top_logprobs).
+  virtual TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) = 0;
+};
+
+// A chat prompt and what its reply must follow: the template's grammar for tool calls or a
+// JSON schema (with its triggers), extra stop strings, and the parser that takes the reply
+// apart. The scheduler sees only these, never the template's format.
+struct ChatPlan {
+  std::vector<TokenId> prompt;
+  std::string grammar;  // GBNF; empty: free text
+  bool grammar_lazy = false;
+  std::vector<std::string> grammar_trigger_patterns;
+  std::vector<TokenId> grammar_trigger_tokens;
+  std::string grammar_prefill;
+  std::vector<std::string> stops;
+  std::shared_ptr<const ReplyParser> parser;  // null: plain text
 };
 
 // The interface a backend implements: templates and tokenizer, one batched decode step,
@@ -113,11 +133,12 @@ class Engine {
   // What follows a previous reply's tokens to start the next chat turn.
   virtual Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
                                                       bool sanitize) const = 0;
-  // A whole conversation (OpenAI messages) with the generation prompt last. "user" contents
-  // are sanitized when `sanitize`; a role other than system, user or assistant is
-  // InvalidArgument.
-  virtual Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages,
-                                                          bool enable_thinking, bool sanitize) const = 0;
+  // A whole conversation (OpenAI messages) with the generation prompt last, shaped by
+  // `format` (tools, schema, thinking). "user" and "tool" contents are sanitized when
+  // `sanitize`; an unknown role, tools on a template that cannot call them, or a schema that
+  // cannot become a grammar is InvalidArgument naming the problem.
+  virtual Result<ChatPlan> ConversationPrompt(const std::vector<chat::Message>& messages, const ChatFormat& format,
+                                              bool sanitize) const = 0;
   // A raw completion prompt: plain text, BOS if the model wants one, no template.
   virtual Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const = 0;
   // The token that opens a message in this model's template (<|im_start|>), or -1. Message
@@ -132,6 +153,13 @@ class Engine {
   virtual bool IsEndOfGeneration(TokenId token) const = 0;
   // The bytes of a token as generated text (control tokens render as nothing).
   virtual std::string TokenText(TokenId token) const = 0;
+
+  // --- Embeddings (a model loaded with EngineConfig::embeddings).
+
+  // The pooled embedding of one input (the pooling the model file names), L2-normalized.
+  // InvalidArgument when the model was loaded for generation, or the input is empty or
+  // longer than batch_tokens.
+  virtual Result<std::vector<float>> Embed(const std::vector<TokenId>& tokens) = 0;
 
   // --- Sequence memory. Each returns Unimplemented when the memory cannot do it (see
   // MemoryCapabilities); the sequence is then unchanged.

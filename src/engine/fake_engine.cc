@@ -30,6 +30,12 @@ class FakeEngine::FakeSampler final : public Sampler {
  public:
   explicit FakeSampler(FakeEngine* engine) : engine_(engine) {}
   TokenId Sample(int32_t output_index) override { return engine_->SampleAt(output_index, &generated_); }
+  // The fake model is certain of every token it picks: log-probability 0, no alternative.
+  TokenLogprob Logprob(int32_t, TokenId token, int32_t top) override {
+    TokenLogprob lp{engine_->TokenText(token), 0.0f, {}};
+    if (top > 0) lp.top.emplace_back(lp.text, 0.0f);
+    return lp;
+  }
 
  private:
   FakeEngine* engine_;
@@ -141,9 +147,11 @@ Result<std::vector<TokenId>> FakeEngine::NextTurnPrompt(std::string_view, std::s
   return out;
 }
 
-Result<std::vector<TokenId>> FakeEngine::ConversationPrompt(const std::vector<chat::Message>& messages, bool,
-                                                            bool sanitize) const {
-  std::vector<TokenId> out;
+Result<ChatPlan> FakeEngine::ConversationPrompt(const std::vector<chat::Message>& messages, const ChatFormat& format,
+                                                bool sanitize) const {
+  if (!format.plain()) return UnimplementedError("the fake engine has no tools, schemas or thinking");
+  ChatPlan plan;
+  std::vector<TokenId>& out = plan.prompt;
   for (const auto& m : messages) {
     if (m.role != "system" && m.role != "user" && m.role != "assistant") {
       return InvalidArgumentError("unknown message role '" + m.role + "'");
@@ -153,7 +161,7 @@ Result<std::vector<TokenId>> FakeEngine::ConversationPrompt(const std::vector<ch
   }
   out.push_back(kMessageStart);
   Append(&out, "assistant\n");
-  return out;
+  return plan;
 }
 
 Result<std::vector<TokenId>> FakeEngine::CompletionPrompt(std::string_view prompt) const {

@@ -74,11 +74,14 @@ class FakeEngine final : public Engine {
                                           bool sanitize) const override;
   Result<std::vector<TokenId>> NextTurnPrompt(std::string_view system, std::string_view user,
                                               bool sanitize) const override;
-  Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages, bool enable_thinking,
-                                                  bool sanitize) const override;
+  Result<ChatPlan> ConversationPrompt(const std::vector<chat::Message>& messages, const ChatFormat& format,
+                                      bool sanitize) const override;
   Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const override;
   TokenId MessageStartToken() const override { return kMessageStart; }
   Status DecodeBatch(const std::vector<DecodeItem>& items) override;
+  Result<std::vector<float>> Embed(const std::vector<TokenId>&) override {
+    return UnimplementedError("the fake engine has no embeddings");
+  }
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override;
   bool IsEndOfGeneration(TokenId token) const override { return token == kEndOfGeneration; }
   std::string TokenText(TokenId token) const override;

@@ -23,6 +23,15 @@ Status SamplingParams::Validate() const {
   }
   if (!in(presence_penalty, -2.0f, 2.0f)) return InvalidArgumentError("presence_penalty must be in [-2, 2]");
   if (!in(frequency_penalty, -2.0f, 2.0f)) return InvalidArgumentError("frequency_penalty must be in [-2, 2]");
+  if (top_logprobs < -1 || top_logprobs > 20) return InvalidArgumentError("top_logprobs must be in [0, 20]");
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0 || !in(bias, -100.0f, 100.0f)) {
+      return InvalidArgumentError("logit_bias maps token ids (>= 0) to values in [-100, 100]");
+    }
+  }
+  if (grammar_lazy && grammar_trigger_patterns.empty() && grammar_trigger_tokens.empty()) {
+    return InvalidArgumentError("a lazy grammar needs a trigger");
+  }
   return Status::Ok();
 }
 

@@ -4,10 +4,13 @@
 #define LLMD_ENGINE_TYPES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "chat/prompt_pieces.h"
 #include "llmd/status.h"
 
 namespace llmd::engine {
@@ -49,6 +52,8 @@ struct EngineConfig {
   bool use_mmap = false;
   std::string flash_attention = "auto";  // "auto", "on" or "off"
   std::string kv_cache_type = "f16";     // "f16", "q8_0", "q4_0", ...
+  // Loaded for embeddings (Engine::Embed) instead of generation, pooled as the file says.
+  bool embeddings = false;
 };
 
 // Token sampling. Defaults and ranges are the reference daemon's (seed 000 config table).
@@ -66,8 +71,22 @@ struct SamplingParams {
   static constexpr uint32_t kRandomSeed = 0xFFFFFFFF;  // a fresh random seed per request
 
   // A GBNF grammar (llama.cpp's) the output must follow, from rule "root"; empty: none. The
-  // guard cascade uses it to hold a classifier to its verdict format.
+  // guard cascade uses it to hold a classifier to its verdict format, structured output and
+  // tool calls to their schema.
   std::string grammar;
+  // Lazy: the grammar applies only from the first match of a trigger (a regex over the text
+  // generated so far, or a token) on; before that the output is free.
+  bool grammar_lazy = false;
+  std::vector<std::string> grammar_trigger_patterns;
+  std::vector<int32_t> grammar_trigger_tokens;
+  // Text the grammar consumes before the first sampled token (the template's generation
+  // prompt, when the grammar was written to start with it).
+  std::string grammar_prefill;
+  // Added to a token's logit before sampling (OpenAI logit_bias; -100 bans a token).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // Report each sampled token's log-probability and this many top alternatives (0..20);
+  // -1: no log-probabilities.
+  int32_t top_logprobs = -1;
 
   // Greedy decoding, as llama.cpp's reference programs do it.
   static SamplingParams Greedy();
@@ -111,10 +130,59 @@ struct GenerationStats {
   double prefill_tokens_per_second() const;
 };
 
+// One generated token's log-probability under the model (before sampling's truncation), and
+// the most likely alternatives at its position.
+struct TokenLogprob {
+  std::string text;  // the token's bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+
+// What a reply in a structured chat holds once parsed: the answer, the reasoning (a think
+// block) and the tool calls, each taken out of the generated text.
+struct ParsedReply {
+  std::string content;
+  std::string reasoning_content;
+  std::vector<chat::ToolCall> tool_calls;  // ids empty: the front end names them
+};
+
+// Turns a structured chat's generated text into a ParsedReply. `partial`: the text may stop
+// anywhere (streaming); what cannot be told yet is left out. Text that does not follow the
+// format comes back as content. Thread-safety: Parse may run on any thread, concurrently.
+class ReplyParser {
+ public:
+  virtual ~ReplyParser() = default;
+  virtual ParsedReply Parse(std::string_view text, bool partial) const = 0;
+};
+
 struct Completion {
   std::string text;
   std::vector<TokenId> tokens;  // the generated tokens, end-of-generation token excluded
   GenerationStats stats;
+  std::vector<TokenLogprob> logprobs;  // per generated token, when asked for (top_logprobs >= 0)
+  std::vector<std::vector<float>> embeddings;  // an embedding job: one unit vector per input
+  // The reply's parser when the chat had tools, a schema or thinking; null: `text` is the
+  // reply. Shared with the stream's events.
+  std::shared_ptr<const ReplyParser> parser;
+};
+
+// How a chat reply is shaped: tools it may call, a JSON schema it must follow, thinking.
+enum class ToolChoice : uint8_t {
+  kAuto,      // the model decides: text or calls
+  kNone,      // no calls (the tools are still shown to the model)
+  kRequired,  // at least one call, nothing before it
+  kNamed,     // exactly a call of `tool_name`
+};
+struct ChatFormat {
+  std::string tools_json;  // the OpenAI "tools" array as JSON text; empty: no tools
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_name;   // kNamed
+  bool parallel_tool_calls = true;
+  std::string json_schema;  // the reply is JSON following this schema (JSON text); empty: free
+  bool enable_thinking = false;  // the template's thinking switch; the think block is parsed out
+
+  // Plain chat: no tools, no schema, no thinking (the reply needs no parser).
+  bool plain() const { return tools_json.empty() && json_schema.empty() && !enable_thinking; }
 };
 
 

@@ -1,6 +1,9 @@
 #include "http/openai_request.h"
 
+#include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace llmd::http {
@@ -61,6 +64,8 @@ Status Unsupported(const json& obj, const char* key, const json& harmless) {
   return InvalidArgumentError("'" + std::string(key) + "' is not supported by llmd");
 }
 
+Status ReadLogitBias(const json& body, GenerationRequest* r);
+
 Status ReadCommon(const json& body, GenerationRequest* r) {
   if (const json* m = Field(body, "model")) {
     if (!m->is_string()) return TypeError("model", "a string");
@@ -78,6 +83,7 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
   }
   LLMD_RETURN_IF_ERROR(ReadInteger(body, "top_k", 1, 1 << 20, &i));
   if (i) r->top_k = static_cast<int32_t>(*i);
+  i.reset();
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "temperature", 0, 2, &r->temperature));
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "top_p", 0, 1, &r->top_p));
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "repeat_penalty", 1, 10, &r->repeat_penalty));
@@ -103,10 +109,33 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
       if (s.size() > kMaxStopBytes) return InvalidArgumentError("each 'stop' string must be at most 256 bytes");
     }
   }
-  LLMD_RETURN_IF_ERROR(Unsupported(body, "n", 1));
+  LLMD_RETURN_IF_ERROR(ReadInteger(body, "n", 1, kMaxChoices, &i));
+  if (i) r->n = static_cast<uint32_t>(*i);
+  i.reset();
   LLMD_RETURN_IF_ERROR(Unsupported(body, "best_of", 1));
-  LLMD_RETURN_IF_ERROR(Unsupported(body, "logprobs", false));
-  LLMD_RETURN_IF_ERROR(Unsupported(body, "top_logprobs", 0));
+  LLMD_RETURN_IF_ERROR(ReadLogitBias(body, r));
+  return Status::Ok();
+}
+
+// logit_bias: {"token id": bias}, ids as decimal strings, biases in -100..100.
+Status ReadLogitBias(const json& body, GenerationRequest* r) {
+  const json* bias = Field(body, "logit_bias");
+  if (bias == nullptr) return Status::Ok();
+  if (!bias->is_object()) return TypeError("logit_bias", "an object of token id to bias");
+  if (bias->size() > kMaxLogitBias) return InvalidArgumentError("'logit_bias' has more than 1024 entries");
+  for (const auto& [key, value] : bias->items()) {
+    char* end = nullptr;
+    errno = 0;
+    const long id = std::strtol(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > INT32_MAX) {
+      return InvalidArgumentError("'logit_bias' keys must be token ids (got '" + key + "')");
+    }
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
+        value.get<double>() > 100) {
+      return InvalidArgumentError("'logit_bias' values must be numbers in -100..100");
+    }
+    r->logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+  }
   return Status::Ok();
 }
 
@@ -135,12 +164,35 @@ Result<std::string> Content(const json& msg, size_t index) {
   return text;
 }
 
-}  // namespace
+// An assistant message's tool_calls: [{id, type:"function", function:{name, arguments}}].
+Result<std::vector<chat::ToolCall>> ToolCalls(const json& msg, const std::string& field) {
+  std::vector<chat::ToolCall> calls;
+  const json* list = Field(msg, "tool_calls");
+  if (list == nullptr) return calls;
+  if (!list->is_array()) return TypeError(field + ".tool_calls", "an array");
+  for (size_t k = 0; k < list->size(); ++k) {
+    const json& c = (*list)[k];
+    const std::string at = field + ".tool_calls[" + std::to_string(k) + "]";
+    const json* fn = c.is_object() ? Field(c, "function") : nullptr;
+    if (fn == nullptr || !fn->is_object()) return TypeError(at + ".function", "an object");
+    const json* name = Field(*fn, "name");
+    if (name == nullptr || !name->is_string()) return TypeError(at + ".function.name", "a string");
+    chat::ToolCall call;
+    call.name = name->get<std::string>();
+    if (const json* args = Field(*fn, "arguments")) {
+      if (!args->is_string()) return TypeError(at + ".function.arguments", "a string of JSON");
+      call.arguments = args->get<std::string>();
+    }
+    if (const json* id = Field(c, "id")) {
+      if (!id->is_string()) return TypeError(at + ".id", "a string");
+      call.id = id->get<std::string>();
+    }
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
 
-Result<GenerationRequest> ParseChatRequest(std::string_view body) {
-  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
-  GenerationRequest r;
-  r.chat = true;
+Status ReadMessages(const json& j, GenerationRequest* r) {
   const json* messages = Field(j, "messages");
   if (messages == nullptr) return InvalidArgumentError("'messages' is required");
   if (!messages->is_array() || messages->empty()) return TypeError("messages", "a non-empty array");
@@ -150,28 +202,161 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
     if (!m.is_object()) return TypeError(field, "an object");
     const json* role = Field(m, "role");
     if (role == nullptr || !role->is_string()) return TypeError(field + ".role", "a string");
-    std::string name = role->get<std::string>();
-    if (name == "developer") name = "system";
-    if (name != "system" && name != "user" && name != "assistant") {
-      return InvalidArgumentError(field + ".role must be system, developer, user or assistant (got '" + name + "')");
+    chat::Message msg;
+    msg.role = role->get<std::string>();
+    if (msg.role == "developer") msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+      return InvalidArgumentError(field + ".role must be system, developer, user, assistant or tool (got '" +
+                                  msg.role + "')");
     }
-    LLMD_ASSIGN_OR_RETURN(std::string content, Content(m, i));
-    r.messages.push_back({std::move(name), std::move(content)});
+    LLMD_ASSIGN_OR_RETURN(msg.content, Content(m, i));
+    if (msg.role == "assistant") {
+      LLMD_ASSIGN_OR_RETURN(msg.tool_calls, ToolCalls(m, field));
+    } else if (Field(m, "tool_calls") != nullptr) {
+      return InvalidArgumentError(field + ".tool_calls is only for assistant messages");
+    }
+    if (msg.role == "tool") {
+      const json* id = Field(m, "tool_call_id");
+      if (id == nullptr || !id->is_string()) return TypeError(field + ".tool_call_id", "a string (the call answered)");
+      msg.tool_call_id = id->get<std::string>();
+    }
+    r->messages.push_back(std::move(msg));
   }
-  if (r.messages.back().role == "assistant") {
+  if (r->messages.back().role == "assistant") {
     return InvalidArgumentError("the last message must not be the assistant's (llmd does not continue a reply)");
+  }
+  return Status::Ok();
+}
+
+// tools: [{type:"function", function:{name, description?, parameters?}}], kept as JSON text
+// for the template; tool_choice and parallel_tool_calls.
+Status ReadTools(const json& j, GenerationRequest* r) {
+  engine::ChatFormat& f = r->format;
+  const json* tools = Field(j, "tools");
+  if (tools != nullptr) {
+    if (!tools->is_array()) return TypeError("tools", "an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const std::string field = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || t.value("type", json()) != "function") {
+        return InvalidArgumentError(field + " must be {\"type\":\"function\",\"function\":{...}}; llmd calls functions only");
+      }
+      const json* fn = Field(t, "function");
+      if (fn == nullptr || !fn->is_object()) return TypeError(field + ".function", "an object");
+      const json* name = Field(*fn, "name");
+      if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+        return TypeError(field + ".function.name", "a non-empty string");
+      }
+      if (const json* params = Field(*fn, "parameters"); params != nullptr && !params->is_object()) {
+        return TypeError(field + ".function.parameters", "a JSON schema object");
+      }
+    }
+    if (!tools->empty()) f.tools_json = tools->dump();
+  }
+  if (const json* choice = Field(j, "tool_choice")) {
+    if (choice->is_string()) {
+      const std::string c = choice->get<std::string>();
+      if (c == "auto") f.tool_choice = engine::ToolChoice::kAuto;
+      else if (c == "none") f.tool_choice = engine::ToolChoice::kNone;
+      else if (c == "required") f.tool_choice = engine::ToolChoice::kRequired;
+      else return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",...}");
+    } else if (choice->is_object() && choice->value("type", json()) == "function" && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].value("name", json()).is_string()) {
+      f.tool_choice = engine::ToolChoice::kNamed;
+      f.tool_name = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}");
+    }
+    if (f.tools_json.empty() && f.tool_choice != engine::ToolChoice::kAuto && f.tool_choice != engine::ToolChoice::kNone) {
+      return InvalidArgumentError("'tool_choice' asks for a tool call, but 'tools' is empty");
+    }
+  }
+  return ReadBool(j, "parallel_tool_calls", &f.parallel_tool_calls);
+}
+
+// response_format: text, json_object (any JSON object) or json_schema {name, schema, strict}.
+Status ReadResponseFormat(const json& j, GenerationRequest* r) {
+  const json* rf = Field(j, "response_format");
+  if (rf == nullptr) return Status::Ok();
+  if (!rf->is_object() || !rf->value("type", json()).is_string()) {
+    return TypeError("response_format", "{\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+  }
+  const std::string type = (*rf)["type"].get<std::string>();
+  if (type == "text") return Status::Ok();
+  if (type == "json_object") {
+    r->format.json_schema = R"({"type":"object"})";
+    return Status::Ok();
+  }
+  if (type != "json_schema") {
+    return InvalidArgumentError("'response_format.type' must be text, json_object or json_schema (got '" + type + "')");
+  }
+  const json* js = Field(*rf, "json_schema");
+  if (js == nullptr || !js->is_object()) return TypeError("response_format.json_schema", "an object");
+  const json* schema = Field(*js, "schema");
+  // strict or not, the schema is enforced by the grammar: a reply that does not follow it
+  // cannot be generated.
+  bool strict = false;
+  LLMD_RETURN_IF_ERROR(ReadBool(*js, "strict", &strict));
+  if (schema == nullptr) {
+    r->format.json_schema = R"({"type":"object"})";
+    return Status::Ok();
+  }
+  if (!schema->is_object()) return TypeError("response_format.json_schema.schema", "a JSON schema object");
+  r->format.json_schema = schema->dump();
+  return Status::Ok();
+}
+
+// Thinking: chat_template_kwargs.enable_thinking, or reasoning_effort (none/minimal: off).
+Status ReadThinking(const json& j, GenerationRequest* r) {
+  if (const json* effort = Field(j, "reasoning_effort")) {
+    if (!effort->is_string()) return TypeError("reasoning_effort", "a string");
+    const std::string e = effort->get<std::string>();
+    if (e == "none" || e == "minimal") r->enable_thinking = false;
+    else if (e == "low" || e == "medium" || e == "high" || e == "xhigh") r->enable_thinking = true;
+    else return InvalidArgumentError("'reasoning_effort' must be none, minimal, low, medium, high or xhigh");
   }
   if (const json* kw = Field(j, "chat_template_kwargs")) {
     if (!kw->is_object()) return TypeError("chat_template_kwargs", "an object");
-    LLMD_RETURN_IF_ERROR(ReadBool(*kw, "enable_thinking", &r.enable_thinking));
-  }
-  if (const json* tools = Field(j, "tools"); tools != nullptr && !(tools->is_array() && tools->empty())) {
-    return InvalidArgumentError("'tools' is not supported by llmd");
-  }
-  if (const json* rf = Field(j, "response_format")) {
-    if (!rf->is_object() || rf->value("type", json("text")) != "text") {
-      return InvalidArgumentError("'response_format' other than {\"type\":\"text\"} is not supported by llmd");
+    bool on = false;
+    if (Field(*kw, "enable_thinking") != nullptr) {
+      LLMD_RETURN_IF_ERROR(ReadBool(*kw, "enable_thinking", &on));
+      r->enable_thinking = on;
     }
+  }
+  return Status::Ok();
+}
+
+// Chat logprobs: logprobs (bool) and top_logprobs (0..20, needs logprobs).
+Status ReadChatLogprobs(const json& j, GenerationRequest* r) {
+  bool logprobs = false;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "logprobs", &logprobs));
+  std::optional<int64_t> top;
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_logprobs", 0, kMaxTopLogprobs, &top));
+  if (top && !logprobs) return InvalidArgumentError("'top_logprobs' needs 'logprobs': true");
+  if (logprobs) r->top_logprobs = static_cast<int32_t>(top.value_or(0));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<GenerationRequest> ParseChatRequest(std::string_view body) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  GenerationRequest r;
+  r.chat = true;
+  LLMD_RETURN_IF_ERROR(ReadMessages(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadThinking(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadResponseFormat(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadChatLogprobs(j, &r));
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "audio", json()));
+  // The deprecated function-calling fields and hosted tools: refused rather than ignored.
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "functions", json()));
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "function_call", json()));
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "web_search_options", json()));
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "prediction", json()));
+  if (const json* modalities = Field(j, "modalities");
+      modalities != nullptr && *modalities != json::array({"text"})) {
+    return InvalidArgumentError("'modalities' other than [\"text\"] is not supported by llmd");
   }
   LLMD_RETURN_IF_ERROR(ReadCommon(j, &r));
   return r;
@@ -193,6 +378,9 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body) {
   if (r.prompt.empty()) return InvalidArgumentError("'prompt' is empty");
   LLMD_RETURN_IF_ERROR(Unsupported(j, "echo", false));
   LLMD_RETURN_IF_ERROR(Unsupported(j, "suffix", ""));
+  std::optional<int64_t> logprobs;  // the legacy API's: an integer 0..5
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "logprobs", 0, 5, &logprobs));
+  if (logprobs) r.top_logprobs = static_cast<int32_t>(*logprobs);
   LLMD_RETURN_IF_ERROR(ReadCommon(j, &r));
   if (!r.max_tokens) r.max_tokens = 16;  // OpenAI's default for completions
   return r;

@@ -2,9 +2,9 @@
 // into our own struct at the edge (nothing past src/http sees JSON).
 //
 // Strict where it matters: a known field of the wrong type or out of range is
-// InvalidArgument naming the field; parameters llmd cannot honour (n > 1, logprobs, tools,
-// echo, ...) are InvalidArgument too, rather than silently ignored. Unknown fields are
-// ignored, as OpenAI clients send extras; a null value counts as absent.
+// InvalidArgument naming the field; parameters llmd cannot honour (best_of, echo, audio,
+// ...) are InvalidArgument too, rather than silently ignored. Unknown fields are ignored, as
+// OpenAI clients send extras; a null value counts as absent.
 #ifndef LLMD_HTTP_OPENAI_REQUEST_H_
 #define LLMD_HTTP_OPENAI_REQUEST_H_
 
@@ -15,12 +15,16 @@
 #include <vector>
 
 #include "chat/prompt_pieces.h"
+#include "engine/types.h"
 #include "llmd/result.h"
 
 namespace llmd::http {
 
 constexpr size_t kMaxStopStrings = 4;
 constexpr size_t kMaxStopBytes = 256;
+constexpr uint32_t kMaxChoices = 8;        // n
+constexpr int32_t kMaxTopLogprobs = 20;    // OpenAI's limit
+constexpr size_t kMaxLogitBias = 1024;     // entries of logit_bias
 
 struct GenerationRequest {
   bool chat = true;
@@ -34,7 +38,15 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;    // stream_options.include_usage
-  bool enable_thinking = false;  // chat_template_kwargs.enable_thinking
+  // Thinking: chat_template_kwargs.enable_thinking or reasoning_effort; none: the model's
+  // configured default.
+  std::optional<bool> enable_thinking;
+  // Tools, tool_choice, parallel_tool_calls and response_format (json_object/json_schema),
+  // as the engine takes them (format.enable_thinking is set from the field above).
+  engine::ChatFormat format;
+  uint32_t n = 1;                  // choices
+  int32_t top_logprobs = -1;       // -1: no logprobs; else logprobs with this many alternatives
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias
 };
 
 Result<GenerationRequest> ParseChatRequest(std::string_view body);

@@ -4,17 +4,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <ctime>
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/utf8.h"
+#include "http/embeddings_api.h"
 #include "http/metrics_page.h"
 #include "http/openai_errors.h"
+#include "http/openai_render.h"
 #include "http/openai_request.h"
+#include "http/reply_deltas.h"
 #include "http/sse_writer.h"
 #include "sched/request_runner.h"
 
@@ -128,8 +134,9 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
     return 200;
   }
   const bool models = req.path == "/v1/models", chat = req.path == "/v1/chat/completions",
-             completions = req.path == "/v1/completions";
-  if (!models && !chat && !completions) {
+             completions = req.path == "/v1/completions", tokenize = req.path == "/tokenize",
+             detokenize = req.path == "/detokenize", embeddings = req.path == "/v1/embeddings";
+  if (!models && !chat && !completions && !tokenize && !detokenize && !embeddings) {
     return SendError(out, {404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
   }
   if (models && !method_is("GET")) return wrong_method("GET");
@@ -147,6 +154,8 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
                            "rate limited, retry after " + std::to_string(wait_ms) + " ms",
                            {{"Retry-After", RetryAfterSeconds(wait_ms)}}});
   }
+  if (tokenize || detokenize) return Tokenizer(req, out, tokenize);
+  if (embeddings) return Embeddings(req, out);
   if (models) {
     json data = json::array();
     for (const auto& [name, w] : ctx_.models()) {
@@ -158,18 +167,106 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
   return Generate(req, out, chat);
 }
 
+// llama-server's /tokenize {content, add_special=false, parse_special=true, with_pieces=false}
+// -> {tokens} and /detokenize {tokens} -> {content}, with the model's own vocabulary.
+int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
+  auto bad = [&](const std::string& message) {
+    return SendError(out, OpenAiError(InvalidArgumentError(message)));
+  };
+  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) return bad("the request body must be a JSON object");
+  std::optional<std::string> model;
+  if (body.contains("model") && !body["model"].is_null()) {
+    if (!body["model"].is_string()) return bad("'model' must be a string");
+    model = body["model"].get<std::string>();
+  }
+  sched::EngineWorker* worker = ctx_.WorkerFor(model);
+  if (worker == nullptr) {
+    return SendError(out, OpenAiError(NotFoundError("unknown model '" + model.value_or("") + "'; loaded: " +
+                                                    ctx_.ModelNames())
+                                          .WithReason(ErrorReason::kUnknownModel)));
+  }
+  auto flag = [&](const char* key, bool fallback, bool* value) {
+    *value = fallback;
+    if (!body.contains(key) || body[key].is_null()) return true;
+    if (!body[key].is_boolean()) return false;
+    *value = body[key].get<bool>();
+    return true;
+  };
+  if (tokenize) {
+    bool add_special = false, parse_special = true, with_pieces = false;
+    if (!body.contains("content") || !body["content"].is_string()) return bad("'content' must be a string");
+    if (!flag("add_special", false, &add_special) || !flag("parse_special", true, &parse_special) ||
+        !flag("with_pieces", false, &with_pieces)) {
+      return bad("'add_special', 'parse_special' and 'with_pieces' must be true or false");
+    }
+    const std::string content = body["content"].get<std::string>();
+    if (!IsValidUtf8(content)) return bad("'content' is not valid UTF-8");
+    auto tokens = worker->Tokenize(content, add_special, parse_special);
+    if (!tokens.has_value()) return SendError(out, OpenAiError(tokens.error()));
+    json list = json::array();
+    for (engine::TokenId t : *tokens) {
+      if (!with_pieces) {
+        list.push_back(t);
+        continue;
+      }
+      auto piece = worker->Detokenize({t}, /*render_special=*/true);
+      list.push_back({{"id", t}, {"piece", piece.has_value() ? *piece : std::string()}});
+    }
+    out.Send(200, kJson, Dump({{"tokens", list}}));
+    return 200;
+  }
+  if (!body.contains("tokens") || !body["tokens"].is_array()) return bad("'tokens' must be an array of token ids");
+  std::vector<engine::TokenId> tokens;
+  for (const json& t : body["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+      return bad("'tokens' must be an array of token ids");
+    }
+    tokens.push_back(static_cast<engine::TokenId>(t.get<int64_t>()));
+  }
+  auto text = worker->Detokenize(tokens, /*render_special=*/true);
+  if (!text.has_value()) return SendError(out, OpenAiError(text.error()));
+  out.Send(200, kJson, Dump({{"content", *text}}));
+  return 200;
+}
+
+int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
+  auto parsed = ParseEmbeddingsRequest(req.body);
+  if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
+  const auto config = ctx_.config();
+  sched::RunRequest run;
+  run.api = "http";
+  run.model = parsed->model;
+  run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
+  run.peer_fd = out.fd();
+  run.half_close_is_gone = true;
+  run.timeout_ms = config->request_timeout_ms;
+  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
+  if (outcome.kind == sched::RunOutcome::Kind::kError) return SendError(out, OpenAiError(outcome.error));
+  const auto& vectors = outcome.completion.embeddings;
+  if (parsed->dimensions && !vectors.empty() && *parsed->dimensions != static_cast<int64_t>(vectors[0].size())) {
+    return SendError(out, OpenAiError(InvalidArgumentError(
+                              "'dimensions' must be the model's own, " + std::to_string(vectors[0].size()) +
+                              " (llmd does not shorten embeddings)")));
+  }
+  const std::string model = parsed->model.value_or(ctx_.models().front().first);
+  out.Send(200, kJson, RenderEmbeddings(vectors, parsed->base64, model, outcome.completion.stats.prompt_tokens));
+  return 200;
+}
+
 // The job of an OpenAI request: the conversation or raw prompt, the limits and sampling.
 sched::Job OpenAiRoutes::MakeJob(GenerationRequest& r, const config::DaemonConfig& c) const {
   sched::Job job;
   job.sanitize = c.content_safety_check;
   if (r.chat) {
-    sched::Conversation conversation{std::move(r.messages), r.enable_thinking};
+    sched::Conversation conversation{std::move(r.messages), r.format};
+    conversation.format.enable_thinking = r.enable_thinking.value_or(c.enable_thinking);
     auto& messages = conversation.messages;
     const bool has_system =
         std::any_of(messages.begin(), messages.end(), [](const chat::Message& m) { return m.role == "system"; });
     if (!has_system && !c.system_prompt.empty()) messages.insert(messages.begin(), {"system", c.system_prompt});
     job.prompt = std::move(conversation);
-    job.options.strip_think = !r.enable_thinking;
   } else {
     job.prompt = sched::RawCompletion{std::move(r.prompt)};
   }
@@ -183,10 +280,24 @@ sched::Job OpenAiRoutes::MakeJob(GenerationRequest& r, const config::DaemonConfi
   if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
   if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
   if (r.seed) p.seed = *r.seed;
+  p.logit_bias = r.logit_bias;
+  p.top_logprobs = r.top_logprobs;
   job.stop = r.stop;
   job.stream = r.stream;
   return job;
 }
+
+// One choice of a response while it is generated: its text so far and, for a structured
+// reply, the parser and the deltas already sent.
+struct OpenAiRoutes::ChoiceState {
+  explicit ChoiceState(uint32_t i) : index(i), deltas([] { return NewId("call_"); }) {}
+  uint32_t index;
+  std::string text;
+  size_t text_bytes_sent = 0;  // completions: the offset of the next logprobs
+  std::shared_ptr<const engine::ReplyParser> parser;
+  ReplyDeltas deltas;
+  sched::RunOutcome outcome;
+};
 
 int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   auto parsed = chat ? ParseChatRequest(req.body) : ParseCompletionRequest(req.body);
@@ -196,83 +307,173 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   const config::DaemonConfig& c = *config;
   if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
   const std::string model = r.model.value_or(ctx_.models().front().first);
-  sched::RunRequest run;
-  run.api = "http";
-  run.model = r.model;
+  sched::RunRequest base;
+  base.api = "http";
+  base.model = r.model;
   // With the guard cascade on, the answer is generated whole and shown only after the guard
   // model's verdict; a refusal is an empty answer with finish_reason "content_filter".
-  run.guard = !c.guard_model.empty();
+  base.guard = !c.guard_model.empty();
   if (chat) {
     for (const auto& m : r.messages) {
-      if (m.role == "user") run.guarded_prompt = m.content;
+      if (m.role == "user") base.guarded_prompt = m.content;
     }
   } else {
-    run.guarded_prompt = r.prompt;
+    base.guarded_prompt = r.prompt;
   }
-  run.job = MakeJob(r, c);
-  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
-  run.peer_fd = out.fd();
-  run.half_close_is_gone = true;
-  run.timeout_ms = c.request_timeout_ms;
+  const uint32_t n = r.n;
+  const bool stream = r.stream;
+  base.job = MakeJob(r, c);
+  if (Status s = base.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
+  base.peer_fd = out.fd();
+  base.half_close_is_gone = true;
+  base.timeout_ms = c.request_timeout_ms;
 
   const std::string id = NewId(chat ? "chatcmpl-" : "cmpl-");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
-  const char* object = chat ? (r.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  const char* object = chat ? (stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   auto envelope = [&](json choices) {
     json j = {{"id", id}, {"object", object}, {"created", created}, {"model", model}, {"choices", std::move(choices)}};
-    if (r.stream && r.include_usage) j["usage"] = nullptr;
+    if (stream && r.include_usage) j["usage"] = nullptr;
     return j;
   };
-  auto choice = [&](const std::string& text, const char* finish) {
+  const bool logprobs = base.job.options.sampling.top_logprobs >= 0;
+  auto logprobs_json = [&](ChoiceState& choice, const std::vector<engine::TokenLogprob>& tokens) -> json {
+    if (!logprobs) return nullptr;
+    if (chat) return ChatLogprobs(tokens);
+    json j = CompletionLogprobs(tokens, choice.text_bytes_sent);
+    for (const auto& t : tokens) choice.text_bytes_sent += t.text.size();
+    return j;
+  };
+  // A stream chunk of one choice: its delta (chat) or text (completions).
+  auto chunk = [&](ChoiceState& choice, json delta_or_text, json lp, const char* finish) {
     json f = finish ? json(finish) : json(nullptr);
-    if (!chat) return json{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", f}};
-    if (!r.stream) {
-      return json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"logprobs", nullptr},
-                  {"finish_reason", f}};
-    }
-    json delta = finish ? json::object() : json{{"content", text}};
-    return json{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", f}};
+    json one = {{"index", choice.index}, {chat ? "delta" : "text", std::move(delta_or_text)}, {"logprobs", std::move(lp)},
+                {"finish_reason", f}};
+    return envelope(json::array({std::move(one)}));
   };
 
+  std::vector<std::unique_ptr<ChoiceState>> choices;
+  for (uint32_t i = 0; i < n; ++i) choices.push_back(std::make_unique<ChoiceState>(i));
   SseWriter sse(out);
-  bool streaming = false;  // the 200 head is out: errors now go in the stream
-  auto begin_stream = [&] {
-    if (streaming) return true;
+  std::mutex sse_mu;      // the choices stream from their own threads
+  bool streaming = false;  // guarded by sse_mu: the 200 head is out, errors now go in the stream
+  bool stream_ok = true;   // guarded by sse_mu
+  auto begin_stream = [&] {  // sse_mu held
+    if (streaming) return stream_ok;
     streaming = true;
-    if (!sse.Begin()) return false;
-    if (!chat) return true;
-    return sse.Event(Dump(envelope(json::array({{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                                  {"logprobs", nullptr}, {"finish_reason", nullptr}}}))));
+    stream_ok = sse.Begin();
+    if (!chat) return stream_ok;
+    for (auto& ch : choices) {
+      if (!stream_ok) break;
+      stream_ok = sse.Event(Dump(chunk(*ch, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
+    }
+    return stream_ok;
   };
-  run.on_text = [&](std::string_view text) {
-    return begin_stream() && sse.Event(Dump(envelope(json::array({choice(std::string(text), nullptr)}))));
+  auto send = [&](const json& j) {  // sse_mu held
+    return begin_stream() && (stream_ok = sse.Event(Dump(j)));
   };
-  const bool stream = r.stream;
-  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
-  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
-  const char* finish = FinishName(outcome.completion.stats.finish_reason);
-  if (outcome.kind == sched::RunOutcome::Kind::kError) {
-    if (!outcome.refused()) {
-      ApiError e = OpenAiError(outcome.error);
+  // The text of a structured reply goes out as the parser's deltas; plain text as it comes.
+  auto stream_text = [&](ChoiceState& choice, const sched::JobEvent& ev) {
+    std::lock_guard<std::mutex> lock(sse_mu);
+    choice.text += ev.text;
+    if (ev.parser) choice.parser = ev.parser;
+    json lp = logprobs_json(choice, ev.logprobs);
+    if (!chat) return send(chunk(choice, ev.text, std::move(lp), nullptr));
+    ReplyDelta delta;
+    if (choice.parser) delta = choice.deltas.Next(choice.parser->Parse(choice.text, /*partial=*/true));
+    else delta.content = ev.text;
+    if (delta.empty() && lp.is_null()) return begin_stream();  // held back for now
+    return send(chunk(choice, ChatDelta(delta), std::move(lp), nullptr));
+  };
+
+  auto run_choice = [&](ChoiceState& choice) {
+    sched::RunRequest run = base;  // each choice: its own job channel and seed
+    run.job.channel = std::make_shared<sched::JobChannel>();
+    if (choice.index > 0 && run.job.options.sampling.seed != engine::SamplingParams::kRandomSeed) {
+      run.job.options.sampling.seed += choice.index;
+    }
+    run.on_text = [&](const sched::JobEvent& ev) { return stream_text(choice, ev); };
+    choice.outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+  };
+  {
+    std::vector<std::thread> others;
+    for (uint32_t i = 1; i < n; ++i) others.emplace_back([&, i] { run_choice(*choices[i]); });
+    run_choice(*choices[0]);
+    for (auto& t : others) t.join();
+  }
+
+  // The first choice that failed decides an error answer.
+  for (auto& ch : choices) {
+    const sched::RunOutcome& o = ch->outcome;
+    if (o.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
+    if (o.kind == sched::RunOutcome::Kind::kError && !o.refused()) {
+      ApiError e = OpenAiError(o.error);
       if (!streaming) return SendError(out, e);
       sse.Event(Dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}}));
       sse.Done();
       return e.status;
     }
-    finish = "content_filter";  // the refused answer's text is already empty
   }
-  const auto& st = outcome.completion.stats;
+  engine::GenerationStats usage;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const auto& st = choices[i]->outcome.completion.stats;
+    if (i == 0) usage = st;  // the prompt is counted once
+    else usage.generated_tokens += st.generated_tokens;
+  }
+  // The final reply of a choice, parsed, and its finish reason.
+  auto final_reply = [&](ChoiceState& ch, const char** finish) {
+    const engine::Completion& done = ch.outcome.completion;
+    *finish = FinishName(done.stats.finish_reason);
+    if (ch.outcome.refused()) *finish = "content_filter";  // the refused answer's text is empty
+    engine::ParsedReply reply;
+    if (!done.parser) {
+      reply.content = done.text;
+      return reply;
+    }
+    reply = done.parser->Parse(done.text, /*partial=*/false);
+    const bool cut = done.stats.finish_reason != engine::FinishReason::kStop;
+    auto broken = [](const chat::ToolCall& call) { return !json::accept(call.arguments); };
+    if (cut) {
+      std::erase_if(reply.tool_calls, broken);  // the call the token limit cut short
+    } else if (std::any_of(reply.tool_calls.begin(), reply.tool_calls.end(), broken)) {
+      reply = engine::ParsedReply{done.text, {}, {}};  // a malformed call is text, as written
+    }
+    reply = ch.deltas.WithIds(std::move(reply));
+    if (!reply.tool_calls.empty() && !cut) *finish = "tool_calls";
+    return reply;
+  };
   if (!stream) {
-    json j = envelope(json::array({choice(outcome.completion.text, finish)}));
-    j["usage"] = Usage(st);
+    json list = json::array();
+    for (auto& ch : choices) {
+      const char* finish = nullptr;
+      engine::ParsedReply reply = final_reply(*ch, &finish);
+      json lp = logprobs_json(*ch, ch->outcome.completion.logprobs);
+      if (chat) {
+        list.push_back({{"index", ch->index}, {"message", AssistantMessage(reply)}, {"logprobs", lp}, {"finish_reason", finish}});
+      } else {
+        list.push_back({{"index", ch->index}, {"text", reply.content}, {"logprobs", lp}, {"finish_reason", finish}});
+      }
+    }
+    json j = envelope(std::move(list));
+    j["usage"] = Usage(usage);
     return out.Send(200, kJson, Dump(j)) ? 200 : 0;
   }
+  std::lock_guard<std::mutex> lock(sse_mu);
   if (!begin_stream()) return 0;
-  sse.Event(Dump(envelope(json::array({choice("", finish)}))));
+  for (auto& ch : choices) {
+    const char* finish = nullptr;
+    engine::ParsedReply reply = final_reply(*ch, &finish);
+    if (chat && ch->outcome.completion.parser) {
+      // What the last partial parse still held back (a call completed by the last token).
+      ReplyDelta rest = ch->deltas.Next(reply, /*final=*/true);
+      if (!rest.empty() && !send(chunk(*ch, ChatDelta(rest), nullptr, nullptr))) return 0;
+    }
+    if (!send(chunk(*ch, chat ? json::object() : json(""), nullptr, finish))) return 0;
+  }
   if (r.include_usage) {
     json u = envelope(json::array());
-    u["usage"] = Usage(st);
-    sse.Event(Dump(u));
+    u["usage"] = Usage(usage);
+    if (!send(u)) return 0;
   }
   return sse.Done() ? 200 : 0;
 }

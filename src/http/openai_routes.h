@@ -1,5 +1,6 @@
 // OpenAiRoutes: the OpenAI-compatible API on top of the engine workers: /v1/chat/completions,
-// /v1/completions (both with SSE streaming), /v1/models, /health and /metrics. Errors are
+// /v1/completions (both with SSE streaming), /v1/embeddings, /v1/models, llama-server's
+// /tokenize and /detokenize, /health and /metrics. Errors are
 // OpenAI error JSON with the matching HTTP status.
 //
 // Unix socket peers were already admitted by their credentials. TCP peers must send an
@@ -36,7 +37,10 @@ class OpenAiRoutes {
   // Each returns the HTTP status it sent, 0 when the client left first.
   int Route(const Request& request, Responder& out);
   int Generate(const Request& request, Responder& out, bool chat);
+  int Tokenizer(const Request& request, Responder& out, bool tokenize);
+  int Embeddings(const Request& request, Responder& out);
   sched::Job MakeJob(GenerationRequest& request, const config::DaemonConfig& config) const;
+  struct ChoiceState;
 
   sched::ServerState& ctx_;
   const ApiOptions options_;

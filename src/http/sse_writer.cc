@@ -16,6 +16,17 @@ bool SseWriter::Event(std::string_view data) {
   return responder_.WriteChunk(event);
 }
 
+bool SseWriter::Event(std::string_view name, std::string_view data) {
+  std::string event = "event: ";
+  event.append(name);
+  event += "\ndata: ";
+  event.append(data);
+  event += "\n\n";
+  return responder_.WriteChunk(event);
+}
+
 bool SseWriter::Done() { return Event("[DONE]") && responder_.EndStream(); }
+
+bool SseWriter::End() { return responder_.EndStream(); }
 
 }  // namespace llmd::http

@@ -1,5 +1,6 @@
 // SseWriter: a Server-Sent Events stream over a Responder, as OpenAI streams completions:
-// "data: <json>\n\n" per event and "data: [DONE]\n\n" at the end.
+// "data: <json>\n\n" per event and "data: [DONE]\n\n" at the end; or, for the Responses
+// API, "event: <name>\ndata: <json>\n\n" per event and no [DONE].
 //
 // Not thread-safe. Lifetime: `responder` must outlive this.
 #ifndef LLMD_HTTP_SSE_WRITER_H_
@@ -19,8 +20,12 @@ class SseWriter {
   bool Begin();
   // One event; `data` must not contain a blank line (JSON from dump() never does).
   bool Event(std::string_view data);
+  // A named event ("event: NAME" before the data), as the Responses API sends them.
+  bool Event(std::string_view name, std::string_view data);
   // The [DONE] event, then the end of the chunked body.
   bool Done();
+  // The end of the chunked body without [DONE] (the Responses API ends on its last event).
+  bool End();
 
  private:
   Responder& responder_;

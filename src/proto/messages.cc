@@ -17,6 +17,24 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
   w.Option(p.seed, u32);
   w.Option(p.model, str);
   w.Option(p.guard, [&](bool v) { w.Bool(v); });
+  w.Option(p.constraint, [&](const Constraint& c) {
+    w.U8(static_cast<uint8_t>(c.kind));
+    w.String(c.text);
+  });
+}
+
+// Constraint { kind: u8, text: String }: the kind is one raw byte, the text at most
+// kMaxConstraintBytes. An unknown kind is Unimplemented, as an unknown request variant is: a
+// newer client asked for what this daemon does not have.
+Status ReadConstraint(PostcardReader& r, Constraint* c) {
+  uint8_t kind;
+  LLMD_RETURN_IF_ERROR(r.U8(&kind));
+  if (kind >= kConstraintKinds) {
+    return UnimplementedError("unsupported constraint kind " + std::to_string(kind) +
+                              " (0: JSON schema, 1: GBNF grammar)");
+  }
+  c->kind = static_cast<Constraint::Kind>(kind);
+  return r.String(&c->text, kMaxConstraintBytes);
 }
 
 Status ReadParams(PostcardReader& r, GenerateParams* p) {
@@ -30,7 +48,8 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->repeat_penalty, f32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->seed, u32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->model, str));
-  return r.Option(&p->guard, [&](bool* v) { return r.Bool(v); });
+  LLMD_RETURN_IF_ERROR(r.Option(&p->guard, [&](bool* v) { return r.Bool(v); }));
+  return r.Option(&p->constraint, [&](Constraint* c) { return ReadConstraint(r, c).WithContext("constraint"); });
 }
 
 Status Finished(const PostcardReader& r) {

@@ -37,6 +37,22 @@ inline constexpr uint32_t kSeedErrorCodes = 6;
 inline constexpr uint32_t kErrorCodeCount = 13;
 std::string_view ErrorCodeName(ErrorCode code);
 
+// What a structured generation's output must follow (GenerateParams::constraint). On the
+// wire: the kind as one byte, then the text as a postcard String.
+struct Constraint {
+  enum class Kind : uint8_t {
+    kJsonSchema = 0,   // `text` is a JSON schema (JSON text); the reply is JSON that follows it
+    kGbnfGrammar = 1,  // `text` is a GBNF grammar (llama.cpp's), from rule "root"
+  };
+  Kind kind = Kind::kJsonSchema;
+  std::string text;
+  friend bool operator==(const Constraint&, const Constraint&) = default;
+};
+inline constexpr uint8_t kConstraintKinds = 2;
+// The most bytes of constraint text a request may carry: half a frame, so the limit, not the
+// frame's, is what an oversized schema meets, with room left for the prompt.
+inline constexpr uint32_t kMaxConstraintBytes = 32 * 1024;
+
 // Sampling and prompt options of the appended requests; unset fields take the daemon's
 // configured defaults.
 struct GenerateParams {
@@ -48,6 +64,7 @@ struct GenerateParams {
   std::optional<uint32_t> seed;
   std::optional<std::string> model;  // a loaded model's name (Models); default: the first
   std::optional<bool> guard;         // run the guard cascade; default: guard_model is set
+  std::optional<Constraint> constraint;  // structured output; default: free text
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 
@@ -133,7 +150,8 @@ struct Response {
 };
 
 // Postcard payloads (no frame header). Decoding rejects unknown variants ("unsupported
-// request variant 9"), out-of-range enum values, invalid UTF-8, truncation and trailing bytes.
+// request variant 9"), out-of-range enum values (an unknown constraint kind among them),
+// invalid UTF-8, a constraint over kMaxConstraintBytes, truncation and trailing bytes.
 std::string EncodeRequest(const Request& r);
 Result<Request> DecodeRequest(std::string_view payload);
 std::string EncodeResponse(const Response& r);

@@ -61,10 +61,120 @@ TEST(Messages, StreamRequestMatchesTheDocumentedBytes) {
   r.type = Request::Type::kGenerateStream;
   r.params.temperature = 0.0f;
   r.params.seed = 7;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00 00");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00 00 00");
   r.params.model = "guard";
   r.params.guard = true;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64 01 01");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64 01 01 00");
+}
+
+Request ConstrainedStream(Constraint::Kind kind, std::string text) {
+  Request r = Generate("Hi", 64);
+  r.type = Request::Type::kGenerateStream;
+  r.params.temperature = 0.0f;
+  r.params.constraint = Constraint{kind, std::move(text)};
+  return r;
+}
+
+// The field's bytes, offset by offset, as docs/protocol.md gives them.
+TEST(Messages, ConstraintMatchesTheDocumentedBytes) {
+  const std::string head = "03 02 48 69 01 40 00 01 00 00 00 00 00 00 00 00 00 00";
+  ExpectRequestBytes(ConstrainedStream(Constraint::Kind::kGbnfGrammar, R"(root ::= "yes" | "no")"),
+                     head + " 01 01 15 72 6f 6f 74 20 3a 3a 3d 20 22 79 65 73 22 20 7c 20 22 6e 6f 22");
+  ExpectRequestBytes(ConstrainedStream(Constraint::Kind::kJsonSchema, R"({"type":"integer"})"),
+                     head + " 01 00 12 7b 22 74 79 70 65 22 3a 22 69 6e 74 65 67 65 72 22 7d");
+  // Chat carries it in the same place, after guard.
+  Request chat = Generate("Hi", std::nullopt);
+  chat.type = Request::Type::kChat;
+  chat.session = "s1";
+  chat.params.constraint = Constraint{Constraint::Kind::kGbnfGrammar, "root ::= \"a\""};
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 01 01 0c 72 6f 6f 74 20 3a 3a 3d 20 22 61 22");
+}
+
+TEST(Messages, ConstraintRoundTrips) {
+  for (auto kind : {Constraint::Kind::kJsonSchema, Constraint::Kind::kGbnfGrammar}) {
+    for (std::string text : {std::string(), std::string("root ::= [a-z]+ \"\u00e9\u4e2d\""),
+                             std::string(300, 'x'), std::string(kMaxConstraintBytes, 'y')}) {
+      Request r = ConstrainedStream(kind, text);
+      r.params.model = "m";
+      r.params.guard = false;
+      auto back = DecodeRequest(EncodeRequest(r));
+      ASSERT_TRUE(back.has_value()) << back.error().ToString();
+      EXPECT_EQ(*back, r);
+    }
+  }
+}
+
+TEST(Messages, TruncatedConstraintIsRefusedAtEveryCut) {
+  const std::string full = EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, R"({"type":"integer"})"));
+  const size_t field = full.size() - (1 + 1 + 1 + 18);  // Option tag, kind, length, text
+  ASSERT_EQ(static_cast<uint8_t>(full[field]), 1u);
+  for (size_t cut = field; cut < full.size(); ++cut) {
+    auto r = DecodeRequest(std::string_view(full).substr(0, cut));
+    ASSERT_FALSE(r.has_value()) << "cut at " << cut;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+    if (cut > field) {
+      EXPECT_EQ(r.error().message().rfind("constraint: ", 0), 0u) << r.error().message();
+    }
+  }
+  // A pre-constraint GenerateParams (ending after guard) is truncated too: the field is not
+  // optional in the byte stream, as model and guard are not.
+  auto old = DecodeRequest(std::string("\x03\x02Hi\x00\x00\x00\x00\x00\x00\x00\x00\x00", 13));
+  ASSERT_FALSE(old.has_value());
+  EXPECT_NE(old.error().message().find("truncated"), std::string::npos);
+}
+
+TEST(Messages, OversizedConstraintIsRefusedFromItsLength) {
+  const std::string head = EncodeRequest(ConstrainedStream(Constraint::Kind::kGbnfGrammar, "")).substr(0, 20);
+  ASSERT_EQ(head.substr(18), std::string("\x01\x01", 2));
+  // One byte over the limit, the bytes all present.
+  auto over = DecodeRequest(EncodeRequest(ConstrainedStream(Constraint::Kind::kGbnfGrammar,
+                                                            std::string(kMaxConstraintBytes + 1, 'x'))));
+  ASSERT_FALSE(over.has_value());
+  EXPECT_EQ(over.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(over.error().message(), "constraint: string length 32769 is over the 32768-byte limit");
+  // A huge declared length with nothing behind it: the limit, not the message's end, speaks.
+  auto huge = DecodeRequest(head + std::string("\xff\xff\xff\xff\x0f", 5));
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_EQ(huge.error().message(), "constraint: string length 4294967295 is over the 32768-byte limit");
+}
+
+TEST(Messages, UnknownConstraintKindIsUnsupported) {
+  std::string bytes = EncodeRequest(ConstrainedStream(Constraint::Kind::kGbnfGrammar, "root ::= \"a\""));
+  const size_t kind_at = 19;
+  ASSERT_EQ(bytes[kind_at], '\x01');
+  for (uint8_t kind : {2, 7, 0x80, 0xff}) {
+    bytes[kind_at] = static_cast<char>(kind);
+    auto r = DecodeRequest(bytes);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), StatusCode::kUnimplemented);
+    EXPECT_EQ(r.error().message(), "constraint: unsupported constraint kind " + std::to_string(kind) +
+                                       " (0: JSON schema, 1: GBNF grammar)");
+  }
+  bytes[kind_at - 1] = '\x02';  // the Option tag itself
+  EXPECT_NE(DecodeRequest(bytes).error().message().find("invalid Option tag 2"), std::string::npos);
+}
+
+TEST(Messages, ConstraintTextMustBeUtf8) {
+  auto r = DecodeRequest(EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, "{\"a\":\"\xc0\xaf\"}")));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(), "constraint: string is not valid UTF-8");
+  auto trailing = DecodeRequest(EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, "{}")) + "x");
+  ASSERT_FALSE(trailing.has_value());
+  EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
+}
+
+// The seed's three requests carry no params: a constraint set on one is never written, so
+// their bytes stay the reference daemon's.
+TEST(Messages, SeedRequestBytesIgnoreTheConstraint) {
+  Request g = Generate("Hello", 64);
+  g.params.constraint = Constraint{Constraint::Kind::kGbnfGrammar, "root ::= \"x\""};
+  EXPECT_EQ(Hex(EncodeRequest(g)), "00 05 48 65 6c 6c 6f 01 40");
+  for (auto type : {Request::Type::kHealthCheck, Request::Type::kShutdown}) {
+    Request r;
+    r.type = type;
+    r.params = g.params;
+    EXPECT_EQ(EncodeRequest(r).size(), 1u);
+  }
 }
 
 TEST(Messages, ResponsesMatchTheDocumentedBytes) {
@@ -96,7 +206,7 @@ TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Request chat = Generate("Hi", std::nullopt);
   chat.type = Request::Type::kChat;
   chat.session = "s1";
-  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00");
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00");
   Request end;
   end.type = Request::Type::kEndSession;
   end.session = "s1";

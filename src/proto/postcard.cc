@@ -68,9 +68,15 @@ Status PostcardReader::F32(float* v) {
   return Status::Ok();
 }
 
-Status PostcardReader::String(std::string* s) {
+Status PostcardReader::String(std::string* s) { return String(s, UINT32_MAX); }
+
+Status PostcardReader::String(std::string* s, uint32_t max_bytes) {
   uint32_t len;
   LLMD_RETURN_IF_ERROR(Varint32(&len));
+  if (len > max_bytes) {
+    return InvalidArgumentError("string length " + std::to_string(len) + " is over the " +
+                                std::to_string(max_bytes) + "-byte limit");
+  }
   if (len > remaining()) {
     return InvalidArgumentError("string length " + std::to_string(len) + " exceeds the " +
                                 std::to_string(remaining()) + " bytes left in the message");

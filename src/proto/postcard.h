@@ -44,6 +44,8 @@ class PostcardReader {
   Status Bool(bool* v);
   Status F32(float* v);
   Status String(std::string* s);  // must be valid UTF-8, as Rust's String
+  // As String, but a length over `max_bytes` is refused from the length alone.
+  Status String(std::string* s, uint32_t max_bytes);
   Status OptionTag(bool* present);
 
   template <typename T, typename Fn>

@@ -45,6 +45,7 @@ struct EngineWorker::Slot {
   chat::ThinkStripper think;
   chat::StopStrings stops;
   engine::Completion out;
+  size_t streamed_logprobs = 0;           // out.logprobs already sent in stream events
   bool prefill_started = false;
   int64_t prefill_start_ms = 0, prefill_end_ms = 0, first_token_ms = 0;
   std::chrono::steady_clock::time_point last_token;  // for the inter-token histogram
@@ -117,6 +118,19 @@ std::unique_ptr<engine::Engine> EngineWorker::Release() {
   Stop();
   if (thread_.joinable()) thread_.join();
   return std::move(engine_);
+}
+
+Result<std::vector<engine::TokenId>> EngineWorker::Tokenize(std::string_view text, bool add_special,
+                                                            bool parse_special) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || engine_ == nullptr) return ShuttingDownError();
+  return engine_->Tokenize(text, add_special, parse_special);
+}
+
+Result<std::string> EngineWorker::Detokenize(const std::vector<engine::TokenId>& tokens, bool render_special) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || engine_ == nullptr) return ShuttingDownError();
+  return engine_->Detokenize(tokens, render_special);
 }
 
 std::vector<engine::DevicePlacement> EngineWorker::placement() const {
@@ -289,17 +303,25 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
   }
 }
 
-Result<std::vector<engine::TokenId>> EngineWorker::BuildPrompt(Job& job) {
+Result<engine::ChatPlan> EngineWorker::BuildPrompt(Job& job) {
   const bool sanitize = job.sanitize;
+  auto tokens_only = [](Result<std::vector<engine::TokenId>> prompt) -> Result<engine::ChatPlan> {
+    if (!prompt.has_value()) return prompt.error();
+    engine::ChatPlan plan;
+    plan.prompt = std::move(*prompt);
+    return plan;
+  };
   return std::visit(
-      [&](auto& p) -> Result<std::vector<engine::TokenId>> {
+      [&](auto& p) -> Result<engine::ChatPlan> {
         using T = std::decay_t<decltype(p)>;
         if constexpr (std::is_same_v<T, OneShotChat>) {
-          return engine_->ChatPrompt(p.system, p.user, sanitize);
+          return tokens_only(engine_->ChatPrompt(p.system, p.user, sanitize));
         } else if constexpr (std::is_same_v<T, Conversation>) {
-          return engine_->ConversationPrompt(p.messages, p.enable_thinking, sanitize);
+          return engine_->ConversationPrompt(p.messages, p.format, sanitize);
         } else if constexpr (std::is_same_v<T, RawCompletion>) {
-          return engine_->CompletionPrompt(p.prompt);
+          return tokens_only(engine_->CompletionPrompt(p.prompt));
+        } else if constexpr (std::is_same_v<T, EmbeddingInputs>) {
+          return InternalError("an embedding job has no prompt");  // RunEmbeddings takes it
         } else {
           // A chat turn: the session's exact tokens, then this turn's text, so the memory of
           // the previous turn is reused as it is.
@@ -316,11 +338,32 @@ Result<std::vector<engine::TokenId>> EngineWorker::BuildPrompt(Job& job) {
                                                            : engine_->NextTurnPrompt(system, p.user, sanitize));
           history.insert(history.end(), turn.begin(), turn.end());
           p.system = std::move(system);
-          return history;
+          return tokens_only(std::move(history));
         }
       },
       job.prompt);
 }
+
+namespace {
+
+// A chat plan's constraints join the job's: its grammar (a request's own grammar cannot be
+// combined with it), its stop strings, and its parser, which then handles the think block.
+Status ApplyChatPlan(engine::ChatPlan& plan, Job& job) {
+  engine::SamplingParams& p = job.options.sampling;
+  if (!plan.grammar.empty()) {
+    if (!p.grammar.empty()) return InvalidArgumentError("a grammar cannot be combined with tools or a JSON schema");
+    p.grammar = std::move(plan.grammar);
+    p.grammar_lazy = plan.grammar_lazy;
+    p.grammar_trigger_patterns = std::move(plan.grammar_trigger_patterns);
+    p.grammar_trigger_tokens = std::move(plan.grammar_trigger_tokens);
+    p.grammar_prefill = std::move(plan.grammar_prefill);
+  }
+  for (auto& stop : plan.stops) job.stop.push_back(std::move(stop));
+  if (plan.parser) job.options.strip_think = false;
+  return Status::Ok();
+}
+
+}  // namespace
 
 EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
@@ -466,9 +509,47 @@ void EngineWorker::ResolveSharedPrefixWaits() {
   }
 }
 
+// Embeds every input in turn on the engine thread (between decode steps) and answers at once.
+void EngineWorker::RunEmbeddings(Job& job) {
+  const auto& inputs = std::get<EmbeddingInputs>(job.prompt);
+  engine::Completion done;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < inputs.texts.size(); ++i) {
+    Result<std::vector<float>> vector = [&]() -> Result<std::vector<float>> {
+      LLMD_ASSIGN_OR_RETURN(auto tokens, engine_->CompletionPrompt(inputs.texts[i]));
+      done.stats.prompt_tokens += static_cast<int32_t>(tokens.size());
+      return engine_->Embed(tokens);
+    }();
+    if (!vector.has_value()) {
+      job.channel->Push(JobEvent::Error(
+          Status(vector.error().code(), "input " + std::to_string(i) + ": " + vector.error().message())
+              .WithReason(vector.error().reason())));
+      return;
+    }
+    done.embeddings.push_back(std::move(*vector));
+  }
+  done.stats.prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  job.channel->Push(JobEvent::Done(std::move(done)));
+}
+
 void EngineWorker::Admit(Job job) {
-  auto prompt = BuildPrompt(job);
-  Status error = prompt.has_value() ? job.options.sampling.Validate() : prompt.error();
+  const bool embedding_job = std::holds_alternative<EmbeddingInputs>(job.prompt);
+  if (embedding_job || engine_->model_info().embeddings) {
+    if (embedding_job && engine_->model_info().embeddings) {
+      RunEmbeddings(job);
+    } else {
+      job.channel->Push(JobEvent::Error(InvalidArgumentError(
+          embedding_job ? "this model is loaded for generation; name it in embedding_models to embed with it"
+                        : "this model is loaded for embeddings; it does not generate text")));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
+  auto chat_plan = BuildPrompt(job);
+  Status error = chat_plan.has_value() ? ApplyChatPlan(*chat_plan, job) : chat_plan.error();
+  if (error.ok()) error = job.options.sampling.Validate();
+  std::vector<engine::TokenId>* prompt = chat_plan.has_value() ? &chat_plan->prompt : nullptr;
   if (error.ok() && prompt->empty()) error = InvalidArgumentError("prompt is empty");
   if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
   const int64_t n_ctx = engine_->model_info().context_tokens;
@@ -501,6 +582,7 @@ void EngineWorker::Admit(Job job) {
   slot.sampler = std::move(sampler);
   slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
   slot.stops = chat::StopStrings(job.stop);
+  slot.out.parser = std::move(chat_plan->parser);
   slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
   if (auto* turn = std::get_if<SessionTurn>(&job.prompt)) slot.session_system = turn->system;
@@ -619,6 +701,12 @@ void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batc
 void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   engine::GenerationStats& st = slot.out.stats;
   engine::TokenId token = slot.sampler->Sample(output_index);
+  if (token == engine::Sampler::kNoToken) {
+    // The grammar allows no token here (a dead end): the reply ends with what it allowed.
+    Log(LogLevel::kWarn, "grammar_dead_end", {{"generated", std::to_string(st.generated_tokens)}});
+    Finish(slot, engine::FinishReason::kStop);
+    return;
+  }
   const int64_t now = clock_.NowMs();
   const auto now_precise = std::chrono::steady_clock::now();
   if (st.generated_tokens == 0 && slot.first_token_ms == 0) {
@@ -637,6 +725,9 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   }
   slot.out.tokens.push_back(token);
   ++st.generated_tokens;
+  if (const int32_t top = slot.job.options.sampling.top_logprobs; top >= 0) {
+    slot.out.logprobs.push_back(slot.sampler->Logprob(output_index, token, top));
+  }
   std::string text = slot.utf8.Push(engine_->TokenText(token));
   if (slot.job.options.strip_think) text = slot.think.Push(text);
   Emit(slot, slot.stops.Push(text));
@@ -652,10 +743,18 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   slot.has_pending = true;
 }
 
-void EngineWorker::Emit(Slot& slot, std::string text) {
-  if (text.empty()) return;
+void EngineWorker::Emit(Slot& slot, std::string text, bool last) {
+  const bool new_logprobs = slot.streamed_logprobs < slot.out.logprobs.size();
+  if (text.empty() && !(last && new_logprobs)) return;
   slot.out.text += text;
-  if (slot.job.stream) slot.job.channel->Push(JobEvent::Text(std::move(text)));
+  if (!slot.job.stream) return;
+  JobEvent event = JobEvent::Text(std::move(text));
+  // The log-probabilities of the tokens sampled since the last event travel with it.
+  event.logprobs.assign(slot.out.logprobs.begin() + static_cast<std::ptrdiff_t>(slot.streamed_logprobs),
+                        slot.out.logprobs.end());
+  slot.streamed_logprobs = slot.out.logprobs.size();
+  event.parser = slot.out.parser;
+  slot.job.channel->Push(std::move(event));
 }
 
 void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
@@ -665,7 +764,7 @@ void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   std::string tail = slot.utf8.Finish();
   if (slot.job.options.strip_think) tail = slot.think.Push(tail) + slot.think.Finish();
   tail = slot.stops.Push(tail);
-  Emit(slot, tail + slot.stops.Finish());
+  Emit(slot, tail + slot.stops.Finish(), /*last=*/true);
   RecordFinished(st);
   if (auto* turn = std::get_if<SessionTurn>(&slot.job.prompt)) {
     // The turn joins the session's history: exactly the tokens fed and generated.
@@ -711,6 +810,7 @@ void EngineWorker::EndJob(Slot& slot) {
   slot.utf8 = Utf8StreamAssembler();
   slot.think = chat::ThinkStripper();
   slot.out = engine::Completion();
+  slot.streamed_logprobs = 0;
   slot.job = Job{.channel = nullptr};  // no new channel for an empty slot
 }
 

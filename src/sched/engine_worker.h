@@ -115,6 +115,11 @@ class EngineWorker {
   // Stops, joins the thread and hands the engine back (warm-up runs a worker this way).
   std::unique_ptr<engine::Engine> Release();
 
+  // The current model's tokenizer, on the caller's thread: the vocabulary is read-only while
+  // the model decodes, and mu_ keeps the engine from being swapped meanwhile.
+  Result<std::vector<engine::TokenId>> Tokenize(std::string_view text, bool add_special, bool parse_special) const;
+  Result<std::string> Detokenize(const std::vector<engine::TokenId>& tokens, bool render_special) const;
+
   HealthSnapshot health() const;
   // Where the current engine's model lives, per device (planned and allocated).
   std::vector<engine::DevicePlacement> placement() const;
@@ -130,7 +135,8 @@ class EngineWorker {
   void Run();
   std::vector<Job> TakeAdmissions();
   void Admit(Job job);
-  Result<std::vector<engine::TokenId>> BuildPrompt(Job& job);
+  void RunEmbeddings(Job& job);
+  Result<engine::ChatPlan> BuildPrompt(Job& job);
   // `only_target`: plan for that slot alone (a job already on it), else for any free slot.
   ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target = nullptr);
   size_t ApplyReuse(const ReusePlan& plan);
@@ -143,7 +149,8 @@ class EngineWorker {
                    const std::vector<std::pair<Slot*, int32_t>>& outputs);
   void RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error);
   void Sample(Slot& slot, int32_t output_index);
-  void Emit(Slot& slot, std::string text);
+  // `last`: the job's final text; it carries any log-probabilities not yet sent.
+  void Emit(Slot& slot, std::string text, bool last = false);
   void Finish(Slot& slot, engine::FinishReason reason);
   void Fail(Slot& slot, const Status& status);
   void EndJob(Slot& slot);

@@ -199,8 +199,8 @@ TEST(FakeEngine, RendersChatPromptsWithMessageStartTokens) {
   expected.push_back(1);
   for (TokenId t : FakeEngine::Bytes("assistant\n")) expected.push_back(t);
   EXPECT_EQ(fake.ChatPrompt("S", "U", true).value(), expected);
-  EXPECT_EQ(fake.ConversationPrompt({{"system", "S"}, {"user", "U"}}, false, true).value(), expected);
-  EXPECT_EQ(fake.ConversationPrompt({{"tool", "x"}}, false, true).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fake.ConversationPrompt({{"system", "S"}, {"user", "U"}}, {}, true).value().prompt, expected);
+  EXPECT_EQ(fake.ConversationPrompt({{"tool", "x"}}, {}, true).error().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(fake.CompletionPrompt("\xff").error().code(), StatusCode::kInvalidArgument);
 }
 
@@ -593,7 +593,7 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
   const std::vector<chat::Message> first = {{"system", "Be brief."}, {"user", "Name a colour."}};
   auto conversation = [](std::vector<chat::Message> messages) {
     Job job;
-    job.prompt = Conversation{std::move(messages), false};
+    job.prompt = Conversation{std::move(messages), {}};
     job.options.max_tokens = 6;
     job.options.sampling = engine::SamplingParams::Greedy();
     return job;
@@ -607,7 +607,7 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
   auto done = rig.Run(conversation(second));
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
   // All but the reply's last token, which was sampled but never fed back.
-  const size_t first_prompt = FakeEngine().ConversationPrompt(first, false, true).value().size();
+  const size_t first_prompt = FakeEngine().ConversationPrompt(first, {}, true).value().prompt.size();
   EXPECT_EQ(done->stats.cached_tokens, static_cast<int32_t>(first_prompt + reply->tokens.size() - 1));
   EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
   EXPECT_EQ(rig.fake->refused_operations(), 0);

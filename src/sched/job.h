@@ -30,12 +30,15 @@ struct SessionTurn {  // the next turn of a named chat session (created if new)
 };
 struct Conversation {  // a whole conversation (OpenAI messages)
   std::vector<chat::Message> messages;
-  bool enable_thinking = false;  // the template's thinking switch
+  engine::ChatFormat format;  // tools, schema, thinking
 };
 struct RawCompletion {  // plain text, no template
   std::string prompt;
 };
-using PromptSource = std::variant<OneShotChat, SessionTurn, Conversation, RawCompletion>;
+struct EmbeddingInputs {  // texts to embed with a model loaded for embeddings; nothing is generated
+  std::vector<std::string> texts;
+};
+using PromptSource = std::variant<OneShotChat, SessionTurn, Conversation, RawCompletion, EmbeddingInputs>;
 
 // The error of a job the daemon could not run or finish because it is stopping.
 inline Status ShuttingDownError() {
@@ -45,14 +48,16 @@ inline Status ShuttingDownError() {
 // What a job produces, in order: zero or more kText events, then one kDone or kError.
 struct JobEvent {
   enum class Type { kText, kDone, kError };
-  static JobEvent Text(std::string text) { return {Type::kText, std::move(text), {}, {}}; }
-  static JobEvent Done(engine::Completion completion) { return {Type::kDone, {}, std::move(completion), {}}; }
-  static JobEvent Error(Status error) { return {Type::kError, {}, {}, std::move(error)}; }
+  static JobEvent Text(std::string text) { return {Type::kText, std::move(text), {}, {}, {}, {}}; }
+  static JobEvent Done(engine::Completion completion) { return {Type::kDone, {}, {}, {}, std::move(completion), {}}; }
+  static JobEvent Error(Status error) { return {Type::kError, {}, {}, {}, {}, std::move(error)}; }
 
   Type type;
-  std::string text;               // kText
-  engine::Completion completion;  // kDone
-  Status error;                   // kError
+  std::string text;                                     // kText
+  std::vector<engine::TokenLogprob> logprobs;           // kText: the tokens since the last event
+  std::shared_ptr<const engine::ReplyParser> parser;    // kText: the reply's parser, if any
+  engine::Completion completion;                        // kDone
+  Status error;                                         // kError
 };
 
 // A job's mailbox: the engine thread pushes, the requester waits. Its eventfd becomes

@@ -44,7 +44,7 @@ RequestRunner::WaitEnd RequestRunner::Await(JobChannel& channel, const RunReques
     while (auto ev = channel.TryPop()) {
       switch (ev->type) {
         case JobEvent::Type::kText:
-          if (forward && r.on_text && !r.on_text(ev->text)) {
+          if (forward && r.on_text && !r.on_text(*ev)) {
             channel.Cancel();
             Drain(channel);
             return WaitEnd::kPeerGone;
@@ -153,9 +153,14 @@ RunOutcome RequestRunner::Guard(const RunRequest& r, bool stream, engine::Comple
     outcome.error = InvalidArgumentError(refusal).WithReason(ErrorReason::kRefusedByGuard);
     return outcome;
   }
-  if (stream && r.on_text && !answer.text.empty() && !r.on_text(answer.text)) {
-    outcome.kind = RunOutcome::Kind::kPeerGone;
-    return outcome;
+  if (stream && r.on_text && !answer.text.empty()) {
+    JobEvent whole = JobEvent::Text(answer.text);
+    whole.logprobs = answer.logprobs;
+    whole.parser = answer.parser;
+    if (!r.on_text(whole)) {
+      outcome.kind = RunOutcome::Kind::kPeerGone;
+      return outcome;
+    }
   }
   outcome.kind = RunOutcome::Kind::kDone;
   outcome.completion = std::move(answer);

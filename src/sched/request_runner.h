@@ -30,9 +30,10 @@ struct RunRequest {
   int peer_fd = -1;                  // watched for a hang-up while waiting; -1: none
   bool half_close_is_gone = false;   // a peer that shut down its writing side is gone too
   int64_t timeout_ms = 0;            // from now, for generation and guard together; 0: none
-  // Receives streamed text (only when job.stream). Returns false when the peer cannot take
-  // it (stopped reading, left): the job is then cancelled.
-  std::function<bool(std::string_view)> on_text;
+  // Receives each streamed kText event (only when job.stream): its text, log-probabilities
+  // and the reply's parser. Returns false when the peer cannot take it (stopped reading,
+  // left): the job is then cancelled.
+  std::function<bool(const JobEvent&)> on_text;
 };
 
 struct RunOutcome {

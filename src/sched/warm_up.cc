@@ -7,9 +7,12 @@ namespace llmd::sched {
 Result<std::unique_ptr<engine::Engine>> WarmUp(std::unique_ptr<engine::Engine> engine, const std::string& system_prompt) {
   WorkerOptions options;
   options.queue_depth = 1;
+  const bool embeddings = engine->model_info().embeddings;
   EngineWorker worker(std::move(engine), options);
   Job job;
-  job.prompt = OneShotChat{system_prompt, "Hello"};
+  // The first decode allocates the compute graph: an embedding model embeds a word instead.
+  if (embeddings) job.prompt = EmbeddingInputs{{"Hello"}};
+  else job.prompt = OneShotChat{system_prompt, "Hello"};
   job.options.max_tokens = 1;
   job.options.sampling = engine::SamplingParams::Greedy();
   auto channel = job.channel;

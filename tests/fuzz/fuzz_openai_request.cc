@@ -1,27 +1,83 @@
-// The HTTP API's untrusted inputs on arbitrary bytes: the OpenAI body parsers never crash or
-// throw, and whatever they accept is within the documented limits; the stop-string matcher,
-// fed in pieces, never shows text past a stop string.
+// The HTTP API's untrusted inputs on arbitrary bytes: the OpenAI body parsers (chat and
+// completions, each fed every input) never crash or throw, and whatever they accept is within
+// the documented limits (n, logprobs, logit_bias, tools, tool_choice, response_format, the
+// tool-call history); the stop-string matcher, fed in pieces, never shows text past a stop
+// string.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "chat/stop_strings.h"
 #include "http/openai_request.h"
 
+namespace {
+
+using llmd::http::GenerationRequest;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void CheckAccepted(const GenerationRequest& r, bool chat) {
+  Check(r.chat == chat);
+  Check(r.stop.size() <= llmd::http::kMaxStopStrings);
+  for (const auto& s : r.stop) Check(s.size() <= llmd::http::kMaxStopBytes);
+  if (r.temperature) Check(*r.temperature >= 0 && *r.temperature <= 2);
+  if (r.top_p) Check(*r.top_p >= 0 && *r.top_p <= 1);
+  if (r.top_k) Check(*r.top_k >= 1);
+  if (r.presence_penalty) Check(*r.presence_penalty >= -2 && *r.presence_penalty <= 2);
+  if (r.frequency_penalty) Check(*r.frequency_penalty >= -2 && *r.frequency_penalty <= 2);
+  if (r.repeat_penalty) Check(*r.repeat_penalty >= 1 && *r.repeat_penalty <= 10);
+  Check(r.n >= 1 && r.n <= llmd::http::kMaxChoices);
+  Check(r.top_logprobs >= -1 && r.top_logprobs <= (chat ? llmd::http::kMaxTopLogprobs : 5));
+  Check(r.logit_bias.size() <= llmd::http::kMaxLogitBias);
+  for (const auto& [id, bias] : r.logit_bias) Check(id >= 0 && std::isfinite(bias) && bias >= -100 && bias <= 100);
+
+  const llmd::engine::ChatFormat& f = r.format;
+  if (!chat) {
+    Check(r.messages.empty() && !r.prompt.empty());
+    Check(f.plain() && !r.enable_thinking.has_value());
+    Check(r.max_tokens.has_value());  // completions default to 16
+    return;
+  }
+  Check(!r.messages.empty() && r.messages.back().role != "assistant");
+  for (const auto& m : r.messages) {
+    Check(m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool");
+    if (m.role != "assistant") Check(m.tool_calls.empty());
+  }
+  // tools: a non-empty JSON array of function tools, each named.
+  if (!f.tools_json.empty()) {
+    const auto tools = nlohmann::json::parse(f.tools_json, nullptr, /*allow_exceptions=*/false);
+    Check(tools.is_array() && !tools.empty());
+    for (const auto& t : tools) {
+      Check(t.is_object() && t.value("type", nlohmann::json()) == "function");
+      const auto fn = t.find("function");
+      Check(fn != t.end() && fn->is_object());
+      const auto name = fn->find("name");
+      Check(name != fn->end() && name->is_string() && !name->get<std::string>().empty());
+    }
+  }
+  using llmd::engine::ToolChoice;
+  if (f.tool_choice == ToolChoice::kRequired || f.tool_choice == ToolChoice::kNamed) Check(!f.tools_json.empty());
+  if (f.tool_choice != ToolChoice::kNamed) Check(f.tool_name.empty());
+  // response_format: the schema is a JSON object.
+  if (!f.json_schema.empty()) {
+    const auto schema = nlohmann::json::parse(f.json_schema, nullptr, /*allow_exceptions=*/false);
+    Check(schema.is_object());
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   for (bool chat : {true, false}) {
     auto r = chat ? llmd::http::ParseChatRequest(input) : llmd::http::ParseCompletionRequest(input);
-    if (!r.has_value()) continue;
-    if (r->stop.size() > llmd::http::kMaxStopStrings) std::abort();
-    for (const auto& s : r->stop) {
-      if (s.size() > llmd::http::kMaxStopBytes) std::abort();
-    }
-    if (r->temperature && !(*r->temperature >= 0 && *r->temperature <= 2)) std::abort();
-    if (r->top_p && !(*r->top_p >= 0 && *r->top_p <= 1)) std::abort();
-    if (chat && r->messages.empty()) std::abort();
+    if (r.has_value()) CheckAccepted(*r, chat);
   }
   // Stop strings: the first byte picks the stop string's length, the rest is the stream.
   if (size < 2) return 0;

@@ -2,8 +2,11 @@
 // 1-12 and 40-41. Every test also checks the daemon keeps serving afterwards.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "llmd/client.h"
@@ -13,8 +16,32 @@
 namespace llmd::testing {
 namespace {
 
+using proto::Constraint;
 using proto::ErrorCode;
 using proto::Response;
+
+// A stream's text and its last frame (Done or Error), read off one connection.
+struct StreamReply {
+  std::string text;
+  std::optional<Response> last;
+};
+StreamReply ReadStream(RawConn& c) {
+  StreamReply out;
+  while (auto r = c.Receive(120000)) {  // liveness only
+    if (r->type != Response::Type::kToken) {
+      out.last = std::move(r);
+      break;
+    }
+    out.text += r->text;
+  }
+  return out;
+}
+
+proto::Request Constrained(std::string prompt, Constraint::Kind kind, std::string text, uint32_t max_tokens = 64) {
+  proto::Request r = GenerateRequest(std::move(prompt), max_tokens, /*stream=*/true);
+  r.params.constraint = Constraint{kind, std::move(text)};
+  return r;
+}
 
 class DaemonProtocolTest : public ::testing::Test {
  protected:
@@ -230,6 +257,122 @@ TEST_F(DaemonProtocolTest, Item11_PipelinedFramesAndTrailingJunk) {
   auto after = c.Receive();
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->type, Response::Type::kHealth) << "no desync";
+}
+
+// Structured output (GenerateParams::constraint): the tiny model's weights are random, so
+// whatever it says is the grammar's doing.
+TEST_F(DaemonProtocolTest, JsonSchemaConstraintGivesJsonThatFollowsIt) {
+  const std::string schema =
+      R"({"type":"object","properties":{"answer":{"type":"string","enum":["yes","no"]},)"
+      R"("n":{"type":"integer","minimum":1,"maximum":9}},"required":["answer","n"],"additionalProperties":false})";
+  for (const char* prompt : {"Is the sky blue? Answer in JSON.", "Pick a number.", "Hello"}) {
+    RawConn c(daemon_->socket());
+    ASSERT_TRUE(c.Send(Constrained(prompt, Constraint::Kind::kJsonSchema, schema)));
+    StreamReply reply = ReadStream(c);
+    ASSERT_TRUE(reply.last.has_value()) << prompt;
+    ASSERT_EQ(reply.last->type, Response::Type::kDone) << reply.last->text;
+    EXPECT_EQ(reply.last->stats.finish_reason, proto::FinishReason::kStop) << "the JSON ended: " << reply.text;
+    auto json = nlohmann::json::parse(reply.text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_FALSE(json.is_discarded()) << "not JSON: " << reply.text;
+    ASSERT_TRUE(json.is_object()) << reply.text;
+    EXPECT_EQ(json.size(), 2u) << "no other properties: " << reply.text;
+    ASSERT_TRUE(json.contains("answer") && json["answer"].is_string()) << reply.text;
+    EXPECT_TRUE(json["answer"] == "yes" || json["answer"] == "no") << reply.text;
+    ASSERT_TRUE(json.contains("n") && json["n"].is_number_integer()) << reply.text;
+    EXPECT_GE(json["n"].get<int>(), 1) << reply.text;
+    EXPECT_LE(json["n"].get<int>(), 9) << reply.text;
+  }
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, GbnfConstraintHoldsStreamsAndChatTurns) {
+  const std::string grammar = R"(root ::= "yes" | "no")";
+  const std::set<std::string> allowed = {"yes", "no"};
+  for (const char* prompt : {"Is water wet?", "Tell me a long story.", "Hi"}) {
+    RawConn c(daemon_->socket());
+    ASSERT_TRUE(c.Send(Constrained(prompt, Constraint::Kind::kGbnfGrammar, grammar)));
+    StreamReply reply = ReadStream(c);
+    ASSERT_TRUE(reply.last.has_value());
+    ASSERT_EQ(reply.last->type, Response::Type::kDone) << reply.last->text;
+    EXPECT_EQ(allowed.count(reply.text), 1u) << "got '" << reply.text << "'";
+    EXPECT_EQ(reply.last->stats.finish_reason, proto::FinishReason::kStop);
+  }
+  // A chat turn carries it in the same place; the next turn, unconstrained, is free again.
+  RawConn c(daemon_->socket());
+  proto::Request turn = Constrained("Is water wet?", Constraint::Kind::kGbnfGrammar, grammar);
+  turn.type = proto::Request::Type::kChat;
+  turn.session = "structured";
+  ASSERT_TRUE(c.Send(turn));
+  StreamReply first = ReadStream(c);
+  ASSERT_TRUE(first.last.has_value());
+  ASSERT_EQ(first.last->type, Response::Type::kDone) << first.last->text;
+  EXPECT_EQ(allowed.count(first.text), 1u) << "got '" << first.text << "'";
+  turn.params.constraint = Constraint{Constraint::Kind::kGbnfGrammar, R"(root ::= "ok")"};
+  turn.prompt = "And now?";
+  ASSERT_TRUE(c.Send(turn));
+  StreamReply second = ReadStream(c);
+  ASSERT_TRUE(second.last.has_value());
+  ASSERT_EQ(second.last->type, Response::Type::kDone) << second.last->text;
+  EXPECT_EQ(second.text, "ok");
+  EXPECT_GT(second.last->stats.cached_tokens, first.last->stats.prompt_tokens - 1) << "the session went on";
+  LlmClient client(daemon_->socket());
+  EXPECT_FALSE(client.EndSession("structured").has_value());
+}
+
+TEST_F(DaemonProtocolTest, InvalidSchemasAndGrammarsAreErrorsNamingTheProblem) {
+  struct Case {
+    Constraint::Kind kind;
+    std::string text;
+    std::string says;  // part of the message
+  };
+  const std::vector<Case> cases = {
+      {Constraint::Kind::kJsonSchema, R"({"type":"object",)", "the JSON schema must be a JSON object"},
+      {Constraint::Kind::kJsonSchema, "[1, 2]", "the JSON schema must be a JSON object"},
+      {Constraint::Kind::kJsonSchema, R"({"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}})",
+       "the JSON schema cannot be enforced"},
+      {Constraint::Kind::kGbnfGrammar, R"(root ::= "yes)", "the grammar does not parse"},
+      {Constraint::Kind::kGbnfGrammar, "root ::= undefined-rule", "the grammar does not parse"},
+      {Constraint::Kind::kGbnfGrammar, R"(answer ::= "yes")", "the grammar does not parse"},  // no root
+      {Constraint::Kind::kGbnfGrammar, " \n", "the GBNF grammar is empty"},
+  };
+  RawConn c(daemon_->socket());  // one connection throughout: each error leaves it usable
+  for (const Case& k : cases) {
+    ASSERT_TRUE(c.Send(Constrained("Is water wet?", k.kind, k.text)));
+    auto r = c.Receive(120000);
+    ASSERT_TRUE(r.has_value()) << k.text;
+    ASSERT_EQ(r->type, Response::Type::kError) << k.text;
+    EXPECT_EQ(r->code, ErrorCode::kInvalidPrompt) << k.text << ": " << r->text;
+    EXPECT_NE(r->text.find(k.says), std::string::npos) << k.text << ": " << r->text;
+    // The daemon goes on serving, on this connection too: a constrained request works.
+    ASSERT_TRUE(c.Send(Constrained("Is water wet?", Constraint::Kind::kGbnfGrammar, R"(root ::= "no")")));
+    StreamReply next = ReadStream(c);
+    ASSERT_TRUE(next.last.has_value());
+    ASSERT_EQ(next.last->type, Response::Type::kDone) << next.last->text;
+    EXPECT_EQ(next.text, "no");
+  }
+  ExpectServing();
+}
+
+TEST_F(DaemonProtocolTest, OversizedConstraintsAndUnknownKindsAreRefusedOnTheWire) {
+  RawConn c(daemon_->socket());
+  ASSERT_TRUE(c.Send(Constrained("Hi", Constraint::Kind::kGbnfGrammar, std::string(40000, 'x'))));
+  auto big = c.Receive();
+  ASSERT_TRUE(big.has_value());
+  EXPECT_EQ(big->code, ErrorCode::kInvalidPrompt);
+  EXPECT_EQ(big->text, "bad request: constraint: string length 40000 is over the 32768-byte limit");
+  std::string payload = proto::EncodeRequest(Constrained("Hi", Constraint::Kind::kGbnfGrammar, R"(root ::= "a")"));
+  const size_t kind_at = payload.size() - 14;  // kind, length 12, the grammar
+  ASSERT_EQ(payload[kind_at], '\x01');
+  payload[kind_at] = '\x05';
+  ASSERT_TRUE(c.Write(proto::EncodeFrame(payload)));
+  auto unknown = c.Receive();
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->code, ErrorCode::kUnsupported);
+  EXPECT_EQ(unknown->text, "bad request: constraint: unsupported constraint kind 5 (0: JSON schema, 1: GBNF grammar)");
+  ASSERT_TRUE(c.Send(HealthRequest()));
+  auto h = c.Receive();
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->type, Response::Type::kHealth) << "no desync";
 }
 
 TEST(DaemonHealth, IsAnsweredWhileAGenerationRuns) {

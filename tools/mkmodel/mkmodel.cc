@@ -74,6 +74,7 @@ struct ModelPlan {
   int64_t layers, embedding;
   std::function<std::vector<TensorSpec>(int64_t vocab)> tensors;
   std::function<void(gguf_context*)> set_keys;  // the <arch>.* hyperparameters
+  uint32_t pooling = 0;  // <arch>.pooling_type (llama.cpp's: 1 mean, 2 cls, 3 last); 0: not written
 };
 
 std::vector<TensorSpec> Qwen3Tensors(const ModelShape& s, int64_t vocab) {
@@ -179,6 +180,7 @@ gguf_context* NewHeader(const ModelPlan& plan, uint64_t seed, const std::string&
   gguf_set_val_str(out, "general.size_label", plan.label.c_str());
   gguf_set_val_u32(out, "general.file_type", 1);  // mostly F16
   plan.set_keys(out);
+  if (plan.pooling != 0) gguf_set_val_u32(out, (plan.arch + ".pooling_type").c_str(), plan.pooling);
   gguf_set_val_u32(out, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(im_end));
   gguf_set_val_u32(out, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(endoftext));
   gguf_set_val_u32(out, "tokenizer.ggml.padding_token_id", static_cast<uint32_t>(endoftext));
@@ -315,6 +317,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   float init_std = 0.1f;
   bool mtp = false;
+  std::string pooling = "none";
   app.add_option("--arch", arch, "Architecture: qwen3, or qwen35 (Qwen3.5: Gated DeltaNet layers, "
                                  "every 4th layer full attention)")
       ->check(CLI::IsMember({"qwen3", "qwen35"}))
@@ -343,6 +346,11 @@ int main(int argc, char** argv) {
   app.add_option("--init-std", init_std,
                  "Standard deviation of the random weights (larger: more varied output)")
       ->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
+  app.add_option("--pooling", pooling,
+                 "Write a pooling type, as embedding models carry it (Qwen3-Embedding: last); "
+                 "none writes nothing")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "Quantization threads (0: all)");
   CLI11_PARSE(app, argc, argv);
 
@@ -359,7 +367,8 @@ int main(int argc, char** argv) {
   }
   if (vocab.empty()) vocab = qwen35 ? LLMD_QWEN35_VOCAB : LLMD_DEFAULT_VOCAB;
   if (tmpl.empty()) tmpl = qwen35 ? LLMD_QWEN35_TEMPLATE : LLMD_DEFAULT_TEMPLATE;
-  const ModelPlan plan = qwen35 ? Qwen35Plan(*shape35, mtp) : Qwen3Plan(*shape3);
+  ModelPlan plan = qwen35 ? Qwen35Plan(*shape35, mtp) : Qwen3Plan(*shape3);
+  plan.pooling = pooling == "mean" ? 1 : pooling == "cls" ? 2 : pooling == "last" ? 3 : 0;
 
   // Written beside the target and renamed into place, so an interrupted run leaves no
   // half-written model behind.

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "chat/prompt_pieces.h"
+#include "engine/engine.h"
+#include "llmd/result.h"
 
 struct llama_model;
 struct common_chat_templates;
@@ -33,9 +35,17 @@ class ChatTemplate {
   // What follows a generated reply to start the next turn: the reply's closing text, the new
   // user message and the generation prompt.
   chat::PromptPieces NextTurn(std::string_view system, std::string_view user) const;
-  // A whole conversation (OpenAI messages), ending with the generation prompt. Thinking is
-  // rendered on or off through the template's enable_thinking switch.
-  chat::PromptPieces Conversation(const std::vector<chat::Message>& messages, bool enable_thinking) const;
+  // A whole conversation (OpenAI messages), ending with the generation prompt, thinking off.
+  chat::PromptPieces Conversation(const std::vector<chat::Message>& messages) const;
+
+  // A conversation shaped by `format` (tools, schema, thinking): its pieces and what the reply
+  // must follow (plan.prompt is left empty for the caller to tokenize the pieces into).
+  // InvalidArgument when the template cannot call tools, or the tools or schema are invalid.
+  struct Structured {
+    chat::PromptPieces pieces;
+    ChatPlan plan;
+  };
+  Result<Structured> StructuredConversation(const std::vector<chat::Message>& messages, const ChatFormat& format) const;
 
  private:
   struct Deleter {

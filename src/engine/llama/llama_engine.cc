@@ -11,7 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -89,14 +92,52 @@ class LlamaEngine;
 
 class LlamaSampler final : public Sampler {
  public:
-  LlamaSampler(llama_sampler_ptr chain, llama_context* ctx) : chain_(std::move(chain)), ctx_(ctx) {}
+  LlamaSampler(llama_sampler_ptr chain, llama_context* ctx, std::function<std::string(TokenId)> piece)
+      : chain_(std::move(chain)), ctx_(ctx), piece_(std::move(piece)) {}
+
   TokenId Sample(int32_t output_index) override {
-    return llama_sampler_sample(chain_.get(), ctx_, output_index);
+    try {
+      return llama_sampler_sample(chain_.get(), ctx_, output_index);
+    } catch (const std::exception&) {
+      return kNoToken;  // the grammar rejected every token (llama.cpp throws on its accept)
+    }
+  }
+
+  // Log-softmax over the raw logits: the model's own distribution, as OpenAI reports it.
+  TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) override {
+    const float* logits = llama_get_logits_ith(ctx_, output_index);
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+    TokenLogprob out;
+    out.text = piece_(token);
+    if (logits == nullptr) return out;
+    float max = logits[0];
+    for (int32_t i = 1; i < n; ++i) max = std::max(max, logits[i]);
+    double sum = 0;
+    for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+    const float log_z = max + static_cast<float>(std::log(sum));
+    out.logprob = logits[token] - log_z;
+    if (top <= 0) return out;
+    std::vector<std::pair<float, TokenId>> best;  // a min-heap of the `top` largest logits
+    auto greater = [](const auto& a, const auto& b) { return a.first > b.first; };
+    for (int32_t i = 0; i < n; ++i) {
+      if (static_cast<int32_t>(best.size()) < top) {
+        best.emplace_back(logits[i], i);
+        std::push_heap(best.begin(), best.end(), greater);
+      } else if (logits[i] > best.front().first) {
+        std::pop_heap(best.begin(), best.end(), greater);
+        best.back() = {logits[i], i};
+        std::push_heap(best.begin(), best.end(), greater);
+      }
+    }
+    std::sort_heap(best.begin(), best.end(), greater);  // largest first
+    for (const auto& [logit, id] : best) out.top.emplace_back(piece_(id), logit - log_z);
+    return out;
   }
 
  private:
   llama_sampler_ptr chain_;
   llama_context* ctx_;
+  std::function<std::string(TokenId)> piece_;
 };
 
 class LlamaEngine final : public Engine {
@@ -121,22 +162,40 @@ class LlamaEngine final : public Engine {
     return TurnPrompt(system, user, sanitize, /*first=*/false);
   }
 
-  Result<std::vector<TokenId>> ConversationPrompt(const std::vector<chat::Message>& messages,
-                                                  bool enable_thinking, bool sanitize) const override {
+  Result<ChatPlan> ConversationPrompt(const std::vector<chat::Message>& messages, const ChatFormat& format,
+                                      bool sanitize) const override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     std::vector<chat::Message> clean = messages;
     for (size_t i = 0; i < clean.size(); ++i) {
       chat::Message& m = clean[i];
-      if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-        return InvalidArgumentError("messages[" + std::to_string(i) + "].role must be system, user or assistant");
+      const std::string field = "messages[" + std::to_string(i) + "]";
+      if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
+        return InvalidArgumentError(field + ".role must be system, user, assistant or tool");
       }
-      if (m.role == "user" && sanitize) {
+      if ((m.role == "user" || m.role == "tool") && sanitize) {
         LLMD_ASSIGN_OR_RETURN(m.content, chat::SanitizeUserInput(m.content));
       } else if (!IsValidUtf8(m.content)) {
-        return InvalidArgumentError("messages[" + std::to_string(i) + "].content is not valid UTF-8");
+        return InvalidArgumentError(field + ".content is not valid UTF-8");
+      }
+      for (const auto& call : m.tool_calls) {
+        if (!IsValidUtf8(call.name) || !IsValidUtf8(call.arguments) || !IsValidUtf8(call.id)) {
+          return InvalidArgumentError(field + ".tool_calls is not valid UTF-8");
+        }
       }
     }
-    return TokenizePieces(chat_template_->Conversation(clean, enable_thinking), /*first=*/true);
+    // Tool calls and results in the history need the template's tool rendering too.
+    const bool structured = !format.plain() || std::any_of(clean.begin(), clean.end(), [](const chat::Message& m) {
+      return m.role == "tool" || !m.tool_calls.empty();
+    });
+    ChatPlan plan;
+    if (!structured) {
+      LLMD_ASSIGN_OR_RETURN(plan.prompt, TokenizePieces(chat_template_->Conversation(clean), /*first=*/true));
+      return plan;
+    }
+    LLMD_ASSIGN_OR_RETURN(auto rendered, chat_template_->StructuredConversation(clean, format));
+    plan = std::move(rendered.plan);
+    LLMD_ASSIGN_OR_RETURN(plan.prompt, TokenizePieces(rendered.pieces, /*first=*/true));
+    return plan;
   }
 
   Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const override {
@@ -182,6 +241,43 @@ class LlamaEngine final : public Engine {
     llama_batch_free(batch);
     if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
     return Status::Ok();
+  }
+
+  Result<std::vector<float>> Embed(const std::vector<TokenId>& tokens) override {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (!config_.embeddings) return InvalidArgumentError("this model is loaded for generation, not for embeddings");
+    if (tokens.empty()) return InvalidArgumentError("the input is empty");
+    if (tokens.size() > static_cast<size_t>(config_.batch_tokens)) {
+      return InvalidArgumentError("the input is " + std::to_string(tokens.size()) +
+                                  " tokens, longer than batch_tokens (" + std::to_string(config_.batch_tokens) + ")");
+    }
+    PinCallingThread();
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    llama_memory_seq_rm(mem, 0, -1, -1);
+    llama_batch batch = llama_batch_init(static_cast<int32_t>(tokens.size()), 0, 1);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      batch.token[i] = tokens[i];
+      batch.pos[i] = static_cast<int32_t>(i);
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = true;  // pooling reads every token's output
+    }
+    batch.n_tokens = static_cast<int32_t>(tokens.size());
+    const int32_t rc = llama_decode(ctx_.get(), batch);
+    llama_batch_free(batch);
+    const float* pooled = rc == 0 ? llama_get_embeddings_seq(ctx_.get(), 0) : nullptr;
+    std::vector<float> out;
+    if (pooled != nullptr) out.assign(pooled, pooled + info_.embedding_size);
+    llama_memory_seq_rm(mem, 0, -1, -1);
+    if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
+    if (pooled == nullptr) return InternalError("the model gave no pooled embedding");
+    double norm = 0;
+    for (float v : out) norm += static_cast<double>(v) * v;
+    norm = std::sqrt(norm);
+    if (norm > 0) {
+      for (float& v : out) v = static_cast<float>(v / norm);
+    }
+    return out;
   }
 
   Status TruncateSequence(int32_t sequence, int32_t position) override {
@@ -236,9 +332,16 @@ class LlamaEngine final : public Engine {
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     LLMD_RETURN_IF_ERROR(params.Validate());
-    llama_sampler_ptr chain = NewSamplerChain(params);
-    if (!chain) return InvalidArgumentError("the grammar does not parse (GBNF, rule \"root\")");
-    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), ctx_.get()));
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+    for (const auto& [token, bias] : params.logit_bias) {
+      if (token >= n_vocab) {
+        return InvalidArgumentError("logit_bias names token " + std::to_string(token) +
+                                    ", which is not in the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
+      }
+    }
+    LLMD_ASSIGN_OR_RETURN(llama_sampler_ptr chain, NewSamplerChain(params));
+    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), ctx_.get(),
+                                                                   [this](TokenId t) { return Piece(t); }));
   }
 
   bool IsEndOfGeneration(TokenId token) const override { return llama_vocab_is_eog(vocab_, token); }
@@ -299,7 +402,8 @@ class LlamaEngine final : public Engine {
     if (!IsValidUtf8(system)) return InvalidArgumentError("system prompt is not valid UTF-8");
     return Status::Ok();
   }
-  llama_sampler_ptr NewSamplerChain(const SamplingParams& p) const;
+  Result<llama_sampler_ptr> NewSamplerChain(const SamplingParams& p) const;
+  Result<llama_sampler_ptr> NewGrammarSampler(const SamplingParams& p) const;
   void DescribeModel(const format::ModelFileInfo& file, const LlamaPlacement& placement, ggml_type kv_type);
   std::string Piece(TokenId token, bool special = false) const;
 
@@ -354,6 +458,12 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   cp.n_batch = static_cast<uint32_t>(config.batch_tokens);
   cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
   cp.n_seq_max = static_cast<uint32_t>(config.sequences);
+  if (config.embeddings) {
+    // A pooled embedding needs its whole input in one micro-batch.
+    cp.embeddings = true;
+    cp.n_ubatch = cp.n_batch;
+    cp.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED;  // the file's
+  }
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.flash_attn_type = fa;
@@ -385,6 +495,11 @@ Status LlamaEngine::Load(const EngineConfig& config) {
     return ResourceExhaustedError("could not start " + std::to_string(threads) + " compute threads");
   }
   llama_attach_threadpool(ctx_.get(), threadpool_.get(), threadpool_.get());
+  if (config.embeddings && llama_pooling_type(ctx_.get()) == LLAMA_POOLING_TYPE_NONE) {
+    Release();
+    return InvalidArgumentError(config.model_path + " names no pooling type (<arch>.pooling_type), so it gives no "
+                                "embedding of a whole text; load it for generation instead");
+  }
   chat_template_ = std::make_unique<ChatTemplate>(model_.get());
   config_ = config;
 
@@ -403,6 +518,8 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
   info_.sequences = config_.sequences;
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
+  info_.embeddings = config_.embeddings;
+  info_.embedding_size = llama_model_n_embd(model_.get());
   {
     // FNV-1a over what identifies the model's weights and vocabulary.
     std::string id = info_.architecture + "|" + info_.description + "|" + std::to_string(info_.file_bytes) + "|" +
@@ -466,18 +583,57 @@ std::string LlamaEngine::Piece(TokenId token, bool special) const {
   return big;
 }
 
-llama_sampler_ptr LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
+// The grammar as a sampler: lazy (free until a trigger) or not, with the text the template
+// already put in the prompt consumed first, as llama.cpp's common_sampler_init does it.
+Result<llama_sampler_ptr> LlamaEngine::NewGrammarSampler(const SamplingParams& p) const {
+  llama_sampler* grammar = nullptr;
+  try {
+    if (p.grammar_lazy) {
+      std::vector<const char*> patterns;
+      for (const auto& pattern : p.grammar_trigger_patterns) patterns.push_back(pattern.c_str());
+      grammar = llama_sampler_init_grammar_lazy_patterns(vocab_, p.grammar.c_str(), "root", patterns.data(),
+                                                         patterns.size(), p.grammar_trigger_tokens.data(),
+                                                         p.grammar_trigger_tokens.size());
+    } else {
+      grammar = llama_sampler_init_grammar(vocab_, p.grammar.c_str(), "root");
+    }
+  } catch (const std::exception&) {
+    grammar = nullptr;
+  }
+  if (grammar == nullptr) return InvalidArgumentError("the grammar does not parse (GBNF, rule \"root\")");
+  llama_sampler_ptr owned(grammar);
+  if (p.grammar_prefill.empty()) return owned;
+  LLMD_ASSIGN_OR_RETURN(auto prefill, Tokenize(p.grammar_prefill, false, true));
+  try {
+    for (size_t i = 0; i < prefill.size(); ++i) {
+      const std::string piece = Piece(prefill[i], /*special=*/true);
+      // Some tokenizers put a space before the first special token; the grammar has none.
+      if (i == 0 && !piece.empty() && std::isspace(static_cast<unsigned char>(piece[0])) &&
+          !std::isspace(static_cast<unsigned char>(p.grammar_prefill[0]))) {
+        continue;
+      }
+      llama_sampler_accept(owned.get(), prefill[i]);
+    }
+  } catch (const std::exception&) {
+    return InternalError("the template's grammar does not accept its own generation prompt");
+  }
+  return owned;
+}
+
+Result<llama_sampler_ptr> LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
   auto params = llama_sampler_chain_default_params();
   params.no_perf = true;
   llama_sampler_ptr chain(llama_sampler_chain_init(params));
+  if (!p.logit_bias.empty()) {
+    std::vector<llama_logit_bias> biases;
+    for (const auto& [token, bias] : p.logit_bias) biases.push_back({token, bias});
+    llama_sampler_chain_add(chain.get(), llama_sampler_init_logit_bias(llama_vocab_n_tokens(vocab_),
+                                                                       static_cast<int32_t>(biases.size()),
+                                                                       biases.data()));
+  }
   if (!p.grammar.empty()) {
-    llama_sampler* grammar = nullptr;
-    try {
-      grammar = llama_sampler_init_grammar(vocab_, p.grammar.c_str(), "root");
-    } catch (const std::exception&) {
-    }
-    if (grammar == nullptr) return nullptr;
-    llama_sampler_chain_add(chain.get(), grammar);
+    LLMD_ASSIGN_OR_RETURN(llama_sampler_ptr grammar, NewGrammarSampler(p));
+    llama_sampler_chain_add(chain.get(), grammar.release());
   }
   // Penalties come before the choice, greedy or not, as in llama.cpp's own chains.
   if (p.repeat_penalty > 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {

@@ -1,0 +1,910 @@
+#include "http/responses_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <utility>
+
+namespace llmd::http {
+namespace {
+
+using nlohmann::json;
+// What we write keeps OpenAI's field order, for people reading it.
+using ordered = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------
+// Reading the request (the helpers mirror openai_request.cc's, whose are file-local).
+
+Status TypeError(const std::string& field, const char* want) {
+  return InvalidArgumentError("'" + field + "' must be " + want);
+}
+
+std::string Quoted(const std::string& field) { return "'" + field + "'"; }
+
+// The field's value, or nullptr when absent or null.
+const json* Field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Status ReadBool(const json& obj, const char* key, std::optional<bool>* out, const std::string& field = {}) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_boolean()) return TypeError(field.empty() ? key : field, "true or false");
+  *out = v->get<bool>();
+  return Status::Ok();
+}
+
+Status ReadNumber(const json& obj, const char* key, double lo, double hi, std::optional<float>* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_number()) return TypeError(key, "a number");
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return InvalidArgumentError(Quoted(key) + " must be in " + json(lo).dump() + ".." + json(hi).dump());
+  }
+  *out = static_cast<float>(d);
+  return Status::Ok();
+}
+
+Status ReadInteger(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_number_integer()) return TypeError(key, "an integer");
+  const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+  if (too_big || v->get<int64_t>() < lo || v->get<int64_t>() > hi) {
+    return InvalidArgumentError(Quoted(key) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  *out = v->get<int64_t>();
+  return Status::Ok();
+}
+
+// A string field that must be present and not empty.
+Result<std::string> RequiredString(const json& obj, const char* key, const std::string& where) {
+  const json* v = Field(obj, key);
+  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+    return TypeError(where + "." + key, "a non-empty string");
+  }
+  return v->get<std::string>();
+}
+
+// A string field that may be absent; `allowed` lists its accepted values (empty: any).
+Result<std::optional<std::string>> OptionalString(const json& obj, const char* key, const std::string& field,
+                                                  std::initializer_list<const char*> allowed = {}) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return std::optional<std::string>();
+  if (!v->is_string()) return TypeError(field, "a string");
+  std::string s = v->get<std::string>();
+  if (allowed.size() != 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    return InvalidArgumentError(Quoted(field) + " must be one of " + list + " (got '" + s + "')");
+  }
+  return std::optional<std::string>(std::move(s));
+}
+
+Result<json> ParseObject(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("the request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError("the request body must be a JSON object");
+  return j;
+}
+
+// State lives in the client: everything that would need it stored here is refused, with
+// what to send instead.
+Status RefuseStatefulFields(const json& j) {
+  if (Field(j, "previous_response_id") != nullptr) {
+    return InvalidArgumentError("'previous_response_id' is not supported: llmd keeps no responses (stateless); "
+                                "send the whole input");
+  }
+  if (Field(j, "conversation") != nullptr) {
+    return InvalidArgumentError("'conversation' is not supported: llmd keeps no conversations (stateless); "
+                                "send the whole input");
+  }
+  if (Field(j, "prompt") != nullptr) {
+    return InvalidArgumentError("'prompt' (a stored prompt template) is not supported: llmd keeps no prompts; "
+                                "send instructions and input");
+  }
+  std::optional<bool> store, background;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "store", &store));
+  if (store.value_or(false)) {
+    return InvalidArgumentError("'store': true is not supported: llmd keeps no responses (stateless); "
+                                "send store:false or leave it out");
+  }
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "background", &background));
+  if (background.value_or(false)) {
+    return InvalidArgumentError("'background': true is not supported: llmd answers within the request "
+                                "(use stream:true for a long answer)");
+  }
+  return Status::Ok();
+}
+
+// Options that would change the answer in ways llmd cannot do.
+Status RefuseUnhonourable(const json& j) {
+  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(j, "truncation", "truncation", {"auto", "disabled"}));
+  if (truncation == "auto") {
+    return InvalidArgumentError("'truncation': \"auto\" is not supported: llmd does not drop input to fit the "
+                                "context; send \"disabled\" or leave it out");
+  }
+  LLMD_ASSIGN_OR_RETURN(auto tier, OptionalString(j, "service_tier", "service_tier"));
+  if (tier && *tier != "auto" && *tier != "default") {
+    return InvalidArgumentError("'service_tier' '" + *tier + "' is not supported by llmd (only auto or default)");
+  }
+  if (const json* cm = Field(j, "context_management"); cm != nullptr && !(cm->is_array() && cm->empty())) {
+    return InvalidArgumentError("'context_management' is not supported by llmd (it does not compact input)");
+  }
+  if (Field(j, "moderation") != nullptr) {
+    return InvalidArgumentError("'moderation' is not supported by llmd (its guard model is set in its config)");
+  }
+  return Status::Ok();
+}
+
+// Text parts: input_text and output_text (a replayed assistant message); no media.
+Result<std::string> PartsText(const json& parts, const std::string& field) {
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const json& part = parts[i];
+    const std::string where = field + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return TypeError(where, "an object");
+    const json* type = Field(part, "type");
+    if (type == nullptr || !type->is_string()) return TypeError(where + ".type", "a string");
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "input_image" || t == "input_file" || t == "input_audio") {
+      return InvalidArgumentError(Quoted(where) + " is an " + t + ": llmd serves text only");
+    }
+    if (t != "input_text" && t != "output_text") {
+      return InvalidArgumentError(Quoted(where + ".type") + " must be input_text or output_text (got '" + t + "')");
+    }
+    const json* v = Field(part, "text");
+    if (v == nullptr || !v->is_string()) return TypeError(where + ".text", "a string");
+    text += v->get_ref<const std::string&>();
+  }
+  return text;
+}
+
+// A message's or a function call output's text: a string, or an array of text parts.
+Result<std::string> TextOf(const json& obj, const char* key, const std::string& field) {
+  const json* c = Field(obj, key);
+  if (c != nullptr && c->is_string()) return c->get<std::string>();
+  if (c == nullptr || !c->is_array()) return TypeError(field, "a string or an array of text parts");
+  return PartsText(*c, field);
+}
+
+// Input items become chat messages. Function calls join the assistant message before them
+// (a reply's text and its calls are one chat turn); outputs become tool messages.
+class InputBuilder {
+ public:
+  explicit InputBuilder(std::vector<chat::Message>* messages) : messages_(*messages) {}
+
+  Status Item(const json& item, const std::string& field) {
+    if (!item.is_object()) return TypeError(field, "an object");
+    const json* type = Field(item, "type");
+    if (type != nullptr && !type->is_string()) return TypeError(field + ".type", "a string");
+    const std::string t = type == nullptr ? "message" : type->get<std::string>();
+    if (t == "message") return Message(item, field);
+    if (t == "function_call") return FunctionCall(item, field);
+    if (t == "function_call_output") return FunctionCallOutput(item, field);
+    // A previous response's reasoning, sent back with its output: chat templates leave
+    // earlier turns' reasoning out of the prompt, so the model would not see it anyway.
+    if (t == "reasoning") return Status::Ok();
+    if (t == "item_reference") {
+      return InvalidArgumentError(Quoted(field) + " is an item_reference: llmd keeps no items (stateless); "
+                                  "send the item itself");
+    }
+    return InvalidArgumentError(Quoted(field + ".type") + " '" + t + "' is not supported by llmd (only message, "
+                                "function_call, function_call_output and reasoning items)");
+  }
+
+  // Every call answered, and the conversation ends on a turn the model can answer.
+  Status Finish() const {
+    if (!unanswered_.empty()) {
+      return InvalidArgumentError("'input' has a function_call with call_id '" + *unanswered_.begin() +
+                                  "' but no function_call_output for it");
+    }
+    if (!added_) return InvalidArgumentError("'input' has no message (reasoning items alone are not a turn)");
+    if (messages_.back().role == "assistant") {
+      return InvalidArgumentError("'input' must not end with the assistant's message (llmd does not continue a "
+                                  "reply)");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Message(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(auto role, OptionalString(item, "role", field + ".role",
+                                                    {"user", "system", "developer", "assistant"}));
+    if (!role) return TypeError(field + ".role", "user, system, developer or assistant");
+    LLMD_ASSIGN_OR_RETURN(std::string content, TextOf(item, "content", field + ".content"));
+    messages_.push_back({*role == "developer" ? "system" : *role, std::move(content)});
+    added_ = true;
+    return Status::Ok();
+  }
+
+  Status FunctionCall(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", field));
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(item, "name", field));
+    const json* args = Field(item, "arguments");
+    if (args == nullptr || !args->is_string()) return TypeError(field + ".arguments", "a string (JSON text)");
+    std::string arguments = args->get<std::string>();
+    // Templates render the arguments as JSON; an empty string is a call without any.
+    if (arguments.empty()) arguments = "{}";
+    if (!json::accept(arguments)) return TypeError(field + ".arguments", "JSON text");
+    if (!calls_.insert(call_id).second) {
+      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' is used by an earlier function_call");
+    }
+    unanswered_.insert(call_id);
+    if (messages_.empty() || messages_.back().role != "assistant") messages_.push_back({"assistant", ""});
+    messages_.back().tool_calls.push_back({std::move(call_id), std::move(name), std::move(arguments)});
+    added_ = true;
+    return Status::Ok();
+  }
+
+  Status FunctionCallOutput(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", field));
+    if (calls_.count(call_id) == 0) {
+      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' answers no function_call before it");
+    }
+    unanswered_.erase(call_id);
+    LLMD_ASSIGN_OR_RETURN(std::string output, TextOf(item, "output", field + ".output"));
+    chat::Message m{"tool", std::move(output)};
+    m.tool_call_id = std::move(call_id);
+    messages_.push_back(std::move(m));
+    return Status::Ok();
+  }
+
+  std::vector<chat::Message>& messages_;
+  bool added_ = false;  // a message or call from the input (not just instructions)
+  std::set<std::string> calls_, unanswered_;
+};
+
+Status ReadInput(const json& j, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(auto instructions, OptionalString(j, "instructions", "instructions"));
+  (*echo)["instructions"] = instructions ? ordered(*instructions) : ordered(nullptr);
+  if (instructions) r->messages.push_back({"system", *instructions});
+  const json* input = Field(j, "input");
+  if (input == nullptr) return InvalidArgumentError("'input' is required");
+  if (input->is_string()) {
+    r->messages.push_back({"user", input->get<std::string>()});
+    return Status::Ok();
+  }
+  if (!input->is_array() || input->empty()) return TypeError("input", "a string or a non-empty array of items");
+  InputBuilder builder(&r->messages);
+  for (size_t i = 0; i < input->size(); ++i) {
+    LLMD_RETURN_IF_ERROR(builder.Item((*input)[i], "input[" + std::to_string(i) + "]"));
+  }
+  return builder.Finish();
+}
+
+Status ReadSampling(const json& j, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(auto model, OptionalString(j, "model", "model"));
+  r->model = model;
+  std::optional<int64_t> max_tokens;
+  // 0 is allowed, as on chat: an empty, incomplete answer.
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_output_tokens", 0, UINT32_MAX, &max_tokens));
+  if (max_tokens) r->max_tokens = static_cast<uint32_t>(*max_tokens);
+  (*echo)["max_output_tokens"] = max_tokens ? ordered(*max_tokens) : ordered(nullptr);
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "temperature", 0, 2, &r->temperature));
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "top_p", 0, 1, &r->top_p));
+  // The echo repeats what was sent (doubles, so 0.7 does not come back as 0.699999988).
+  (*echo)["temperature"] = r->temperature ? ordered(j.at("temperature")) : ordered(nullptr);
+  (*echo)["top_p"] = r->top_p ? ordered(j.at("top_p")) : ordered(nullptr);
+  std::optional<bool> stream;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "stream", &stream));
+  r->stream = stream.value_or(false);
+  return Status::Ok();
+}
+
+// A Responses function tool ({type, name, description, parameters, strict}) in the chat
+// shape ({type, function: {name, description, parameters, strict}}) the engine takes.
+Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::string>* names) {
+  if (!tool.is_object()) return TypeError(field, "an object");
+  const json* type = Field(tool, "type");
+  if (type == nullptr || !type->is_string()) return TypeError(field + ".type", "a string");
+  if (*type != "function") {
+    return InvalidArgumentError(Quoted(field) + " is a '" + type->get<std::string>() +
+                                "' tool, which llmd does not have (only function tools)");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field));
+  if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
+  json function = {{"name", name}};
+  if (const json* d = Field(tool, "description")) {
+    if (!d->is_string()) return TypeError(field + ".description", "a string");
+    function["description"] = *d;
+  }
+  if (const json* p = Field(tool, "parameters")) {
+    if (!p->is_object()) return TypeError(field + ".parameters", "an object (a JSON schema)");
+    function["parameters"] = *p;
+  }
+  if (const json* s = Field(tool, "strict")) {
+    if (!s->is_boolean()) return TypeError(field + ".strict", "true or false");
+    function["strict"] = *s;
+  }
+  return json{{"type", "function"}, {"function", std::move(function)}};
+}
+
+// The Response's copy of a tool: every field FunctionTool has, null where not sent.
+ordered EchoedTool(const json& chat_tool) {
+  const json& f = chat_tool["function"];
+  auto or_null = [&](const char* key) { return f.contains(key) ? ordered(f[key]) : ordered(nullptr); };
+  return {{"type", "function"}, {"name", f["name"]}, {"description", or_null("description")},
+          {"parameters", or_null("parameters")}, {"strict", or_null("strict")}};
+}
+
+Status ReadToolChoice(const json& j, const std::set<std::string>& names, ResponsesRequest* r, ordered* echo) {
+  const json* choice = Field(j, "tool_choice");
+  (*echo)["tool_choice"] = choice ? ordered(*choice) : ordered("auto");
+  if (choice == nullptr) return Status::Ok();
+  engine::ChatFormat& f = r->format;
+  if (choice->is_string()) {
+    const std::string& c = choice->get_ref<const std::string&>();
+    if (c == "auto") {
+      f.tool_choice = engine::ToolChoice::kAuto;
+    } else if (c == "none") {
+      f.tool_choice = engine::ToolChoice::kNone;
+    } else if (c == "required") {
+      if (names.empty()) return InvalidArgumentError("'tool_choice': \"required\" needs 'tools'");
+      f.tool_choice = engine::ToolChoice::kRequired;
+    } else {
+      return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"name\":...} "
+                                  "(got '" + c + "')");
+    }
+    return Status::Ok();
+  }
+  if (!choice->is_object()) return TypeError("tool_choice", "a string or an object");
+  const json* type = Field(*choice, "type");
+  if (type == nullptr || !type->is_string()) return TypeError("tool_choice.type", "a string");
+  if (*type != "function") {
+    return InvalidArgumentError("'tool_choice' of type '" + type->get<std::string>() +
+                                "' is not supported by llmd (only auto, none, required or a function)");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
+  if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
+  f.tool_choice = engine::ToolChoice::kNamed;
+  f.tool_name = std::move(name);
+  return Status::Ok();
+}
+
+Status ReadTools(const json& j, ResponsesRequest* r, ordered* echo) {
+  std::set<std::string> names;
+  json chat_tools = json::array();
+  ordered echoed = ordered::array();
+  if (const json* tools = Field(j, "tools")) {
+    if (!tools->is_array()) return TypeError("tools", "an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      LLMD_ASSIGN_OR_RETURN(json tool, ChatTool((*tools)[i], "tools[" + std::to_string(i) + "]", &names));
+      echoed.push_back(EchoedTool(tool));
+      chat_tools.push_back(std::move(tool));
+    }
+  }
+  if (!chat_tools.empty()) r->format.tools_json = chat_tools.dump();
+  (*echo)["tools"] = std::move(echoed);
+  LLMD_RETURN_IF_ERROR(ReadToolChoice(j, names, r, echo));
+  std::optional<bool> parallel;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "parallel_tool_calls", &parallel));
+  r->format.parallel_tool_calls = parallel.value_or(true);
+  (*echo)["parallel_tool_calls"] = r->format.parallel_tool_calls;
+  return Status::Ok();
+}
+
+// text.format: free text, any JSON object, or JSON following a schema.
+Status ReadTextFormat(const json& j, ResponsesRequest* r, ordered* echo) {
+  ordered text = {{"format", {{"type", "text"}}}};
+  const json* t = Field(j, "text");
+  if (t != nullptr && !t->is_object()) return TypeError("text", "an object");
+  if (const json* format = t ? Field(*t, "format") : nullptr) {
+    if (!format->is_object()) return TypeError("text.format", "an object");
+    LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*format, "type", "text.format.type",
+                                                    {"text", "json_object", "json_schema"}));
+    if (!type) return TypeError("text.format.type", "text, json_object or json_schema");
+    if (*type == "json_object") {
+      r->format.json_schema = R"({"type":"object"})";
+    } else if (*type == "json_schema") {
+      LLMD_RETURN_IF_ERROR(RequiredString(*format, "name", "text.format").error());
+      const json* schema = Field(*format, "schema");
+      if (schema == nullptr || !schema->is_object()) return TypeError("text.format.schema", "an object (a JSON schema)");
+      LLMD_RETURN_IF_ERROR(OptionalString(*format, "description", "text.format.description").error());
+      std::optional<bool> strict;  // the grammar holds the reply to the schema either way
+      LLMD_RETURN_IF_ERROR(ReadBool(*format, "strict", &strict, "text.format.strict"));
+      r->format.json_schema = schema->dump();
+    }
+    text["format"] = *format;
+  }
+  if (t != nullptr) {
+    // A hint llmd's models do not take: only the default is honoured.
+    LLMD_ASSIGN_OR_RETURN(auto verbosity, OptionalString(*t, "verbosity", "text.verbosity", {"low", "medium", "high"}));
+    if (verbosity && *verbosity != "medium") {
+      return InvalidArgumentError("'text.verbosity' '" + *verbosity + "' is not supported by llmd (only medium)");
+    }
+    if (verbosity) text["verbosity"] = *verbosity;
+  }
+  (*echo)["text"] = std::move(text);
+  return Status::Ok();
+}
+
+// reasoning.effort switches thinking; llmd has no graded effort and writes no summaries.
+Status ReadReasoning(const json& j, ResponsesRequest* r, ordered* echo) {
+  ordered echoed = {{"effort", nullptr}, {"summary", nullptr}};
+  const json* reasoning = Field(j, "reasoning");
+  if (reasoning != nullptr && !reasoning->is_object()) return TypeError("reasoning", "an object");
+  if (reasoning != nullptr) {
+    LLMD_ASSIGN_OR_RETURN(auto effort, OptionalString(*reasoning, "effort", "reasoning.effort",
+                                                      {"none", "minimal", "low", "medium", "high", "xhigh", "max"}));
+    if (effort) {
+      r->enable_thinking = *effort != "none" && *effort != "minimal";
+      echoed["effort"] = *effort;
+    }
+    for (const char* key : {"summary", "generate_summary"}) {
+      const std::string field = std::string("reasoning.") + key;
+      LLMD_ASSIGN_OR_RETURN(auto summary, OptionalString(*reasoning, key, field, {"auto", "concise", "detailed"}));
+      if (summary && *summary != "auto") {
+        return InvalidArgumentError(Quoted(field) + " '" + *summary + "' is not supported: llmd returns the reasoning "
+                                    "itself (the reasoning item's content), not a summary; send auto or leave it out");
+      }
+      if (summary) echoed["summary"] = *summary;
+    }
+    LLMD_ASSIGN_OR_RETURN(auto context, OptionalString(*reasoning, "context", "reasoning.context",
+                                                       {"auto", "current_turn", "all_turns"}));
+    if (context == "all_turns") {
+      return InvalidArgumentError("'reasoning.context' \"all_turns\" is not supported: the model sees the current "
+                                  "turn's reasoning only");
+    }
+    LLMD_ASSIGN_OR_RETURN(auto mode, OptionalString(*reasoning, "mode", "reasoning.mode"));
+    if (mode && *mode != "standard") {
+      return InvalidArgumentError("'reasoning.mode' '" + *mode + "' is not supported by llmd (only standard)");
+    }
+  }
+  (*echo)["reasoning"] = std::move(echoed);
+  return Status::Ok();
+}
+
+// include: what extra the output carries. Logprobs are honoured when they can cover the
+// answer alone (no tool calls, no reasoning among the tokens); the rest name items llmd
+// never makes, so asking for them changes nothing.
+Status ReadInclude(const json& j, ResponsesRequest* r, ordered* echo) {
+  static const std::set<std::string> kKnown = {
+      "message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
+      "web_search_call.results",      "web_search_call.action.sources", "message.input_image.image_url",
+      "computer_call_output.output.image_url", "code_interpreter_call.outputs"};
+  bool logprobs = false;
+  if (const json* include = Field(j, "include")) {
+    if (!include->is_array()) return TypeError("include", "an array of strings");
+    for (size_t i = 0; i < include->size(); ++i) {
+      const json& v = (*include)[i];
+      const std::string field = "include[" + std::to_string(i) + "]";
+      if (!v.is_string()) return TypeError(field, "a string");
+      if (kKnown.count(v.get<std::string>()) == 0) {
+        return InvalidArgumentError(Quoted(field) + " '" + v.get<std::string>() + "' is not a known include value");
+      }
+      logprobs = logprobs || v == "message.output_text.logprobs";
+    }
+  }
+  std::optional<int64_t> top;
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_logprobs", 0, kMaxTopLogprobs, &top));
+  (*echo)["top_logprobs"] = top.value_or(0);
+  if (!logprobs) return Status::Ok();
+  if (!r->format.tools_json.empty()) {
+    return InvalidArgumentError("'include' message.output_text.logprobs cannot be used with 'tools' in llmd");
+  }
+  if (r->enable_thinking.value_or(false)) {
+    return InvalidArgumentError("'include' message.output_text.logprobs cannot be used with 'reasoning' in llmd "
+                                "(the logprobs cover the answer only); send reasoning.effort none");
+  }
+  r->enable_thinking = false;
+  r->top_logprobs = static_cast<int32_t>(top.value_or(0));
+  return Status::Ok();
+}
+
+// Caller-side labels the Response repeats; they do not change the answer.
+Status ReadLabels(const json& j, ordered* echo) {
+  const json* metadata = Field(j, "metadata");
+  if (metadata != nullptr) {
+    if (!metadata->is_object()) return TypeError("metadata", "an object of strings");
+    for (const auto& [key, value] : metadata->items()) {
+      if (!value.is_string()) return TypeError("metadata." + key, "a string");
+    }
+  }
+  (*echo)["metadata"] = metadata ? ordered(*metadata) : ordered::object();
+  LLMD_ASSIGN_OR_RETURN(auto user, OptionalString(j, "user", "user"));
+  if (user) (*echo)["user"] = *user;
+  LLMD_ASSIGN_OR_RETURN(auto safety_identifier, OptionalString(j, "safety_identifier", "safety_identifier"));
+  if (safety_identifier) (*echo)["safety_identifier"] = *safety_identifier;
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing the Response.
+
+// Model text may hold invalid UTF-8 (a token can be part of a character): replaced, never thrown.
+std::string Dump(const ordered& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// "resp_X" -> "X": the part output item ids share.
+std::string IdSuffix(const std::string& response_id) {
+  const size_t underscore = response_id.find('_');
+  return underscore == std::string::npos ? response_id : response_id.substr(underscore + 1);
+}
+
+// The n-th id of a kind in a response: "msg_X", "msg_X_1", ... (function calls always count).
+std::string ItemId(const char* prefix, const std::string& response_id, size_t n, bool always_number = false) {
+  std::string id = prefix + IdSuffix(response_id);
+  if (n > 0 || always_number) id += "_" + std::to_string(n);
+  return id;
+}
+
+struct OutputItem {
+  enum class Kind { kReasoning, kMessage, kFunctionCall } kind;
+  std::string id;
+  std::string text;  // the reasoning, the answer or the arguments
+  std::string call_id, name;
+  std::string status = "in_progress";
+};
+
+ordered Bytes(const std::string& s) {
+  ordered bytes = ordered::array();
+  for (unsigned char c : s) bytes.push_back(c);
+  return bytes;
+}
+
+ordered LogprobsJson(const std::vector<engine::TokenLogprob>& logprobs) {
+  ordered out = ordered::array();
+  for (const auto& lp : logprobs) {
+    ordered top = ordered::array();
+    for (const auto& [token, logprob] : lp.top) {
+      top.push_back({{"token", token}, {"bytes", Bytes(token)}, {"logprob", logprob}});
+    }
+    out.push_back({{"token", lp.text}, {"bytes", Bytes(lp.text)}, {"logprob", lp.logprob}, {"top_logprobs", top}});
+  }
+  return out;
+}
+
+ordered TextPart(const OutputItem& item, const std::vector<engine::TokenLogprob>& logprobs) {
+  if (item.kind == OutputItem::Kind::kReasoning) return {{"type", "reasoning_text"}, {"text", item.text}};
+  return {{"type", "output_text"}, {"text", item.text}, {"annotations", ordered::array()},
+          {"logprobs", LogprobsJson(logprobs)}};
+}
+
+// An output item; `with_content` false: as output_item.added shows it, before its content.
+ordered ItemJson(const OutputItem& item, bool with_content, const std::vector<engine::TokenLogprob>& logprobs = {}) {
+  ordered content = ordered::array();
+  if (with_content) content.push_back(TextPart(item, logprobs));
+  switch (item.kind) {
+    case OutputItem::Kind::kReasoning:
+      return {{"id", item.id}, {"type", "reasoning"}, {"summary", ordered::array()}, {"content", std::move(content)},
+              {"status", item.status}};
+    case OutputItem::Kind::kMessage:
+      return {{"id", item.id}, {"type", "message"}, {"status", item.status}, {"role", "assistant"},
+              {"content", std::move(content)}};
+    case OutputItem::Kind::kFunctionCall:
+      break;
+  }
+  return {{"id", item.id}, {"type", "function_call"}, {"status", item.status},
+          {"arguments", with_content ? item.text : ""}, {"call_id", item.call_id}, {"name", item.name}};
+}
+
+// Logprobs belong to the answer: the first message item.
+ordered OutputJson(const std::vector<OutputItem>& items, const std::vector<engine::TokenLogprob>& logprobs) {
+  ordered output = ordered::array();
+  bool first_message = true;
+  for (const OutputItem& item : items) {
+    const bool answer = item.kind == OutputItem::Kind::kMessage && first_message;
+    if (item.kind == OutputItem::Kind::kMessage) first_message = false;
+    output.push_back(ItemJson(item, true, answer ? logprobs : std::vector<engine::TokenLogprob>{}));
+  }
+  return output;
+}
+
+ordered UsageJson(const engine::GenerationStats& st) {
+  return {{"input_tokens", st.prompt_tokens},
+          {"input_tokens_details", {{"cached_tokens", st.cached_tokens}, {"cache_write_tokens", 0}}},
+          {"output_tokens", st.generated_tokens},
+          // Thinking tokens are not counted apart from the answer's.
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", st.prompt_tokens + st.generated_tokens}};
+}
+
+// The Response object around `output`. Fields the request set come from the echo; the rest
+// are what a stateless, foreground, untruncated response says.
+ordered ResponseJson(const ResponseContext& ctx, std::string_view status, ordered output, ordered usage,
+                     ordered incomplete_details = nullptr, ordered error = nullptr) {
+  ordered r = {{"id", ctx.id},
+               {"access_programs", nullptr},  // the standard program, implicitly
+               {"object", "response"},
+               {"created_at", ctx.created_at},
+               {"status", status},
+               {"background", false},
+               {"error", std::move(error)},
+               {"incomplete_details", std::move(incomplete_details)},
+               {"instructions", nullptr},
+               {"max_output_tokens", nullptr},
+               {"max_tool_calls", nullptr},
+               {"model", ctx.model},
+               {"output", std::move(output)},
+               {"parallel_tool_calls", true},
+               {"previous_response_id", nullptr},
+               {"reasoning", {{"effort", nullptr}, {"summary", nullptr}}},
+               {"service_tier", "default"},
+               {"store", false},
+               {"temperature", nullptr},
+               {"text", {{"format", {{"type", "text"}}}}},
+               {"tool_choice", "auto"},
+               {"tools", ordered::array()},
+               {"top_logprobs", 0},
+               {"top_p", nullptr},
+               {"truncation", "disabled"},
+               {"usage", std::move(usage)},
+               {"user", nullptr},
+               {"metadata", ordered::object()}};
+  const ordered echo = ordered::parse(ctx.echo_json, nullptr, /*allow_exceptions=*/false);
+  if (echo.is_object()) {
+    for (const auto& [key, value] : echo.items()) r[key] = value;
+  }
+  return r;
+}
+
+ordered IncompleteDetails(std::string_view status, const engine::GenerationStats& stats) {
+  if (status != "incomplete") return nullptr;
+  return {{"reason", stats.finish_reason == engine::FinishReason::kLength ? "max_output_tokens" : "content_filter"}};
+}
+
+// What `now` adds to `sent` when it extends it; nothing when it does not.
+std::string Extension(const std::string& sent, const std::string& now) {
+  if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
+  return now.substr(sent.size());
+}
+
+}  // namespace
+
+Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  ResponsesRequest r;
+  r.chat = true;
+  ordered echo = ordered::object();
+  LLMD_RETURN_IF_ERROR(RefuseStatefulFields(j));
+  LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_RETURN_IF_ERROR(ReadInput(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadSampling(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadTextFormat(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadReasoning(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadInclude(j, &r, &echo));  // after tools and reasoning, which it checks
+  LLMD_RETURN_IF_ERROR(ReadLabels(j, &echo));
+  r.echo_json = Dump(echo);
+  return r;
+}
+
+std::string_view ResponseStatusFor(const engine::GenerationStats& stats) {
+  return stats.finish_reason == engine::FinishReason::kLength ? "incomplete" : "completed";
+}
+
+std::string RenderResponse(const ResponseContext& ctx, const engine::ParsedReply& reply,
+                           const engine::GenerationStats& stats, std::string_view status,
+                           const std::vector<engine::TokenLogprob>& logprobs) {
+  using Kind = OutputItem::Kind;
+  std::vector<OutputItem> items;
+  if (!reply.reasoning_content.empty()) {
+    items.push_back({Kind::kReasoning, ItemId("rs_", ctx.id, 0), reply.reasoning_content});
+  }
+  // A reply without calls always has its message, empty or not, for clients that read it.
+  if (!reply.content.empty() || reply.tool_calls.empty()) {
+    items.push_back({Kind::kMessage, ItemId("msg_", ctx.id, 0), reply.content});
+  }
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+    const chat::ToolCall& call = reply.tool_calls[i];
+    items.push_back({Kind::kFunctionCall, ItemId("fc_", ctx.id, i, true), call.arguments,
+                     call.id.empty() ? ItemId("call_", ctx.id, i, true) : call.id, call.name});
+  }
+  for (OutputItem& item : items) item.status = "completed";
+  // What was cut off is the last item.
+  if (status == "incomplete") items.back().status = "incomplete";
+  return Dump(ResponseJson(ctx, status, OutputJson(items, logprobs), UsageJson(stats),
+                           IncompleteDetails(status, stats)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Streaming.
+
+struct ResponsesStream::State {
+  using Kind = OutputItem::Kind;
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  ResponseContext ctx;
+  bool begun = false, finished = false;
+  uint64_t sequence = 0;
+  std::vector<OutputItem> items;
+  size_t open = kNone;             // the item being streamed
+  std::vector<size_t> call_items;  // per tool call index: its item, or kNone
+  size_t reasonings = 0, messages = 0;
+  size_t answer = kNone;           // the first message item, which the logprobs belong to
+  std::vector<engine::TokenLogprob> logprobs;
+  std::vector<SseEvent> out;       // the events of the current call
+
+  void Emit(const char* type, ordered fields) {
+    ordered data = {{"type", type}, {"sequence_number", sequence++}};
+    for (auto& [key, value] : fields.items()) data[key] = std::move(value);
+    out.push_back({type, Dump(data)});
+  }
+
+  // The fields that place an event on the item: which item, where in the output.
+  ordered At(size_t index, bool with_content_index = true) const {
+    ordered at = {{"item_id", items[index].id}, {"output_index", index}};
+    if (with_content_index) at["content_index"] = 0;
+    return at;
+  }
+
+  void BeginIfNeeded() {
+    if (begun) return;
+    begun = true;
+    const ordered response = ResponseJson(ctx, "in_progress", ordered::array(), nullptr);
+    Emit("response.created", {{"response", response}});
+    Emit("response.in_progress", {{"response", response}});
+  }
+
+  void Open(OutputItem item) {
+    CloseOpen("completed");
+    items.push_back(std::move(item));
+    open = items.size() - 1;
+    const OutputItem& it = items[open];
+    Emit("response.output_item.added", {{"output_index", open}, {"item", ItemJson(it, false)}});
+    if (it.kind == Kind::kFunctionCall) return;
+    ordered fields = At(open);
+    fields["part"] = TextPart(it, {});
+    Emit("response.content_part.added", std::move(fields));
+  }
+
+  void OpenText(Kind kind) {
+    const bool reasoning = kind == Kind::kReasoning;
+    size_t& count = reasoning ? reasonings : messages;
+    Open({kind, ItemId(reasoning ? "rs_" : "msg_", ctx.id, count++), ""});
+    if (!reasoning && answer == kNone) answer = open;
+  }
+
+  void AppendText(Kind kind, const std::string& text) {
+    if (text.empty()) return;
+    if (open == kNone || items[open].kind != kind) OpenText(kind);
+    items[open].text += text;
+    ordered fields = At(open);
+    fields["delta"] = text;
+    if (kind == Kind::kMessage) {
+      fields["logprobs"] = ordered::array();  // per token only in the .done event
+      Emit("response.output_text.delta", std::move(fields));
+    } else {
+      Emit("response.reasoning_text.delta", std::move(fields));
+    }
+  }
+
+  bool CallKnown(size_t index) const { return index < call_items.size() && call_items[index] != kNone; }
+
+  void OpenCall(size_t index, std::string call_id, std::string name) {
+    if (call_id.empty()) call_id = ItemId("call_", ctx.id, index, true);
+    Open({Kind::kFunctionCall, ItemId("fc_", ctx.id, index, true), "", std::move(call_id), std::move(name)});
+    if (call_items.size() <= index) call_items.resize(index + 1, kNone);
+    call_items[index] = open;
+  }
+
+  // Arguments for a call whose item is done already stay out of the stream, but not out of
+  // the final object.
+  void AppendArguments(size_t index, const std::string& arguments) {
+    if (arguments.empty() || !CallKnown(index)) return;
+    const size_t item = call_items[index];
+    items[item].text += arguments;
+    if (item != open) return;
+    ordered fields = At(item, false);
+    fields["delta"] = arguments;
+    Emit("response.function_call_arguments.delta", std::move(fields));
+  }
+
+
+  void CloseOpen(const char* status) {
+    if (open == kNone) return;
+    const size_t index = open;
+    open = kNone;
+    OutputItem& it = items[index];
+    it.status = status;
+    const std::vector<engine::TokenLogprob> none;
+    const auto& lp = index == answer ? logprobs : none;
+    if (it.kind == Kind::kFunctionCall) {
+      ordered fields = At(index, false);
+      fields["arguments"] = it.text;
+      Emit("response.function_call_arguments.done", std::move(fields));
+    } else {
+      ordered fields = At(index);
+      fields["text"] = it.text;
+      if (it.kind == Kind::kMessage) {
+        fields["logprobs"] = LogprobsJson(lp);
+        Emit("response.output_text.done", std::move(fields));
+      } else {
+        Emit("response.reasoning_text.done", std::move(fields));
+      }
+      ordered part = At(index);
+      part["part"] = TextPart(it, lp);
+      Emit("response.content_part.done", std::move(part));
+    }
+    Emit("response.output_item.done", {{"output_index", index}, {"item", ItemJson(it, true, lp)}});
+  }
+
+  std::string Streamed(Kind kind) const {
+    std::string text;
+    for (const OutputItem& it : items) {
+      if (it.kind == kind) text += it.text;
+    }
+    return text;
+  }
+
+  bool Has(Kind kind) const {
+    return std::any_of(items.begin(), items.end(), [&](const OutputItem& it) { return it.kind == kind; });
+  }
+
+  std::vector<SseEvent> Take() { return std::exchange(out, {}); }
+};
+
+ResponsesStream::ResponsesStream(ResponseContext ctx) : state_(std::make_unique<State>()) {
+  state_->ctx = std::move(ctx);
+}
+ResponsesStream::ResponsesStream(ResponsesStream&&) noexcept = default;
+ResponsesStream& ResponsesStream::operator=(ResponsesStream&&) noexcept = default;
+ResponsesStream::~ResponsesStream() = default;
+
+std::vector<SseEvent> ResponsesStream::Begin() {
+  state_->BeginIfNeeded();
+  return state_->Take();
+}
+
+std::vector<SseEvent> ResponsesStream::Next(const ReplyDelta& delta) {
+  State& s = *state_;
+  if (s.finished) return {};
+  s.BeginIfNeeded();
+  s.AppendText(State::Kind::kReasoning, delta.reasoning_content);
+  s.AppendText(State::Kind::kMessage, delta.content);
+  for (const ToolCallDelta& call : delta.tool_calls) {
+    if (!s.CallKnown(call.index)) s.OpenCall(call.index, call.id, call.name);
+    s.AppendArguments(call.index, call.arguments);
+  }
+  return s.Take();
+}
+
+std::vector<SseEvent> ResponsesStream::Finish(const engine::ParsedReply& reply, const engine::GenerationStats& stats,
+                                              std::string_view status,
+                                              const std::vector<engine::TokenLogprob>& logprobs) {
+  using Kind = State::Kind;
+  State& s = *state_;
+  if (s.finished) return {};
+  s.BeginIfNeeded();
+  s.logprobs = logprobs;
+  // Text the partial parses held back.
+  s.AppendText(Kind::kReasoning, Extension(s.Streamed(Kind::kReasoning), reply.reasoning_content));
+  s.AppendText(Kind::kMessage, Extension(s.Streamed(Kind::kMessage), reply.content));
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+    const chat::ToolCall& call = reply.tool_calls[i];
+    if (!s.CallKnown(i)) s.OpenCall(i, call.id, call.name);
+    s.AppendArguments(i, Extension(s.items[s.call_items[i]].text, call.arguments));
+  }
+  // As RenderResponse: a reply without calls always has its message.
+  if (!s.Has(Kind::kMessage) && !s.Has(Kind::kFunctionCall)) s.OpenText(Kind::kMessage);
+  const bool completed = status == "completed";
+  const std::string_view final_status = completed ? "completed" : "incomplete";
+  s.CloseOpen(completed ? "completed" : "incomplete");
+  s.finished = true;
+  s.Emit(completed ? "response.completed" : "response.incomplete",
+         {{"response", ResponseJson(s.ctx, final_status, OutputJson(s.items, s.logprobs), UsageJson(stats),
+                                    IncompleteDetails(final_status, stats))}});
+  return s.Take();
+}
+
+std::vector<SseEvent> ResponsesStream::Fail(std::string_view code, std::string_view message) {
+  State& s = *state_;
+  if (s.finished) return {};
+  s.BeginIfNeeded();
+  // The item being streamed stays unfinished: no .done events for what was cut off.
+  if (s.open != State::kNone) s.items[s.open].status = "incomplete";
+  s.open = State::kNone;
+  s.finished = true;
+  s.Emit("error", {{"code", code}, {"message", message}, {"param", nullptr}});
+  s.Emit("response.failed", {{"response", ResponseJson(s.ctx, "failed", OutputJson(s.items, {}), nullptr, nullptr,
+                                                       {{"code", code}, {"message", message}})}});
+  return s.Take();
+}
+
+}  // namespace llmd::http
