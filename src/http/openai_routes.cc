@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "http/embeddings_api.h"
+#include "http/json_reply.h"
 #include "http/metrics_page.h"
 #include "http/openai_errors.h"
 #include "http/openai_render.h"
@@ -32,14 +33,6 @@ constexpr const char* kJson = "application/json";
 // TCP peers have no uid: they share one rate-limit bucket of their own.
 constexpr uint32_t kTcpRateBucket = 0xFFFFFFFEu;
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-int SendError(Responder& out, const ApiError& e) {
-  json body = {{"error", {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", e.code}}}};
-  out.Send(e.status, kJson, Dump(body), e.headers);
-  return e.status;
-}
-
 std::string RetryAfterSeconds(int64_t wait_ms) { return std::to_string(std::max<int64_t>(1, (wait_ms + 999) / 1000)); }
 
 std::string OutcomeName(int status) {
@@ -51,15 +44,6 @@ std::string OutcomeName(int status) {
   if (status == 503) return "busy";
   if (status == 504) return "timeout";
   return "error";
-}
-
-std::string NewId(const char* prefix) {
-  static std::mutex mu;
-  static std::mt19937_64 rng(std::random_device{}());
-  std::lock_guard<std::mutex> lock(mu);
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return prefix + std::string(buf);
 }
 
 const char* FinishName(engine::FinishReason r) { return r == engine::FinishReason::kLength ? "length" : "stop"; }
@@ -97,28 +81,34 @@ void OpenAiRoutes::Handle(const Request& request, Responder& out) {
 }
 
 int OpenAiRoutes::Route(const Request& req, Responder& out) {
+  // Refusals come in the shape of the API the path belongs to, so each client can read them.
+  const ErrorShape shape = ErrorShapeFor(req.path);
+  auto fail = [&](const ApiError& e) { return SendError(out, e, shape); };
   if (req.peer.tcp) {
     if (!HostAllowed(req.header("host"), options_.allowed_hosts)) {
-      return SendError(out, {403, "permission_error", "host_not_allowed",
+      return fail({403, "permission_error", "host_not_allowed",
                              "the Host header is not an allowed name for this server (http_allowed_hosts)", {}});
     }
     // A browser page on another site sends its own Origin: refuse it (no CORS, ever).
     if (std::string origin = req.header("origin"); !origin.empty()) {
       const size_t scheme = origin.find("://");
       if (scheme == std::string::npos || !HostAllowed(origin.substr(scheme + 3), options_.allowed_hosts)) {
-        return SendError(out, {403, "permission_error", "origin_not_allowed",
+        return fail({403, "permission_error", "origin_not_allowed",
                                "cross-origin requests are not allowed", {}});
       }
     }
-    if (req.path != "/health" && !ConstantTimeEquals(req.header("authorization"), "Bearer " + options_.api_key)) {
-      return SendError(out, {401, "authentication_error", "invalid_api_key",
+    // OpenAI and Ollama clients send "Authorization: Bearer KEY", Anthropic's "x-api-key: KEY".
+    const bool key_ok = ConstantTimeEquals(req.header("authorization"), "Bearer " + options_.api_key) ||
+                        (shape == ErrorShape::kAnthropic && ConstantTimeEquals(req.header("x-api-key"), options_.api_key));
+    if (req.path != "/health" && !key_ok) {
+      return fail({401, "authentication_error", "invalid_api_key",
                              "a valid API key is required: Authorization: Bearer <key from api_key_file>",
                              {{"WWW-Authenticate", "Bearer"}}});
     }
   }
   auto method_is = [&](const char* m) { return req.method == m; };
   auto wrong_method = [&](const char* allow) {
-    return SendError(out, {405, "invalid_request_error", "method_not_allowed",
+    return fail({405, "invalid_request_error", "method_not_allowed",
                            req.method + " is not allowed on " + req.path + "; use " + allow, {{"Allow", allow}}});
   };
   if (req.path == "/health") {
@@ -136,24 +126,25 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
   const bool models = req.path == "/v1/models", chat = req.path == "/v1/chat/completions",
              completions = req.path == "/v1/completions", tokenize = req.path == "/tokenize",
              detokenize = req.path == "/detokenize", embeddings = req.path == "/v1/embeddings";
-  if (!models && !chat && !completions && !tokenize && !detokenize && !embeddings) {
-    return SendError(out, {404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
+  if (shape == ErrorShape::kOpenAi) {  // the other APIs' handlers check their own paths
+    if (!models && !chat && !completions && !tokenize && !detokenize && !embeddings) {
+      return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
+    }
+    if (models && !method_is("GET")) return wrong_method("GET");
+    if (!models && !method_is("POST")) return wrong_method("POST");
   }
-  if (models && !method_is("GET")) return wrong_method("GET");
-  if (!models && !method_is("POST")) return wrong_method("POST");
   if (!ctx_.ready()) {
-    return SendError(out, OpenAiError(UnavailableError("the model is still loading; retry shortly")
-                                          .WithReason(ErrorReason::kModelLoading)));
+    return fail(OpenAiError(UnavailableError("the model is still loading; retry shortly")
+                                .WithReason(ErrorReason::kModelLoading)));
   }
-  if (ctx_.stopping()) {
-    return SendError(out, OpenAiError(sched::ShuttingDownError()));
-  }
+  if (ctx_.stopping()) return fail(OpenAiError(sched::ShuttingDownError()));
   const uint32_t bucket = req.peer.tcp ? kTcpRateBucket : req.peer.uid;
   if (int64_t wait_ms = ctx_.rate_limiter().Acquire(bucket); wait_ms > 0) {
-    return SendError(out, {429, "rate_limit_error", "rate_limit_exceeded",
+    return fail({429, "rate_limit_error", "rate_limit_exceeded",
                            "rate limited, retry after " + std::to_string(wait_ms) + " ms",
                            {{"Retry-After", RetryAfterSeconds(wait_ms)}}});
   }
+  if (shape != ErrorShape::kOpenAi) return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
   if (tokenize || detokenize) return Tokenizer(req, out, tokenize);
   if (embeddings) return Embeddings(req, out);
   if (models) {
