@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "http/embeddings_api.h"
+#include "http/generation.h"
 #include "http/json_reply.h"
 #include "http/metrics_page.h"
 #include "http/openai_errors.h"
@@ -246,38 +247,6 @@ int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   return 200;
 }
 
-// The job of an OpenAI request: the conversation or raw prompt, the limits and sampling.
-sched::Job OpenAiRoutes::MakeJob(GenerationRequest& r, const config::DaemonConfig& c) const {
-  sched::Job job;
-  job.sanitize = c.content_safety_check;
-  if (r.chat) {
-    sched::Conversation conversation{std::move(r.messages), r.format};
-    conversation.format.enable_thinking = r.enable_thinking.value_or(c.enable_thinking);
-    auto& messages = conversation.messages;
-    const bool has_system =
-        std::any_of(messages.begin(), messages.end(), [](const chat::Message& m) { return m.role == "system"; });
-    if (!has_system && !c.system_prompt.empty()) messages.insert(messages.begin(), {"system", c.system_prompt});
-    job.prompt = std::move(conversation);
-  } else {
-    job.prompt = sched::RawCompletion{std::move(r.prompt)};
-  }
-  job.options.max_tokens = static_cast<int32_t>(std::min(r.max_tokens.value_or(c.max_new_tokens), c.max_new_tokens));
-  engine::SamplingParams& p = job.options.sampling;
-  p = c.sampling;
-  if (r.temperature) p.temperature = *r.temperature;
-  if (r.top_p) p.top_p = *r.top_p;
-  if (r.top_k) p.top_k = *r.top_k;
-  if (r.repeat_penalty) p.repeat_penalty = *r.repeat_penalty;
-  if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
-  if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
-  if (r.seed) p.seed = *r.seed;
-  p.logit_bias = r.logit_bias;
-  p.top_logprobs = r.top_logprobs;
-  job.stop = r.stop;
-  job.stream = r.stream;
-  return job;
-}
-
 // One choice of a response while it is generated: its text so far and, for a structured
 // reply, the parser and the deltas already sent.
 struct OpenAiRoutes::ChoiceState {
@@ -304,16 +273,10 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   // With the guard cascade on, the answer is generated whole and shown only after the guard
   // model's verdict; a refusal is an empty answer with finish_reason "content_filter".
   base.guard = !c.guard_model.empty();
-  if (chat) {
-    for (const auto& m : r.messages) {
-      if (m.role == "user") base.guarded_prompt = m.content;
-    }
-  } else {
-    base.guarded_prompt = r.prompt;
-  }
+  base.guarded_prompt = GuardedPrompt(r);
   const uint32_t n = r.n;
   const bool stream = r.stream;
-  base.job = MakeJob(r, c);
+  base.job = MakeGenerationJob(r, c);
   if (Status s = base.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
   base.peer_fd = out.fd();
   base.half_close_is_gone = true;
@@ -414,24 +377,10 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   // The final reply of a choice, parsed, and its finish reason.
   auto final_reply = [&](ChoiceState& ch, const char** finish) {
     const engine::Completion& done = ch.outcome.completion;
-    *finish = FinishName(done.stats.finish_reason);
+    FinalReply parsed = ParseFinalReply(done, ch.deltas);
+    *finish = parsed.tool_calls ? "tool_calls" : FinishName(done.stats.finish_reason);
     if (ch.outcome.refused()) *finish = "content_filter";  // the refused answer's text is empty
-    engine::ParsedReply reply;
-    if (!done.parser) {
-      reply.content = done.text;
-      return reply;
-    }
-    reply = done.parser->Parse(done.text, /*partial=*/false);
-    const bool cut = done.stats.finish_reason != engine::FinishReason::kStop;
-    auto broken = [](const chat::ToolCall& call) { return !json::accept(call.arguments); };
-    if (cut) {
-      std::erase_if(reply.tool_calls, broken);  // the call the token limit cut short
-    } else if (std::any_of(reply.tool_calls.begin(), reply.tool_calls.end(), broken)) {
-      reply = engine::ParsedReply{done.text, {}, {}};  // a malformed call is text, as written
-    }
-    reply = ch.deltas.WithIds(std::move(reply));
-    if (!reply.tool_calls.empty() && !cut) *finish = "tool_calls";
-    return reply;
+    return std::move(parsed.reply);
   };
   if (!stream) {
     json list = json::array();

@@ -39,7 +39,6 @@ class OpenAiRoutes {
   int Generate(const Request& request, Responder& out, bool chat);
   int Tokenizer(const Request& request, Responder& out, bool tokenize);
   int Embeddings(const Request& request, Responder& out);
-  sched::Job MakeJob(GenerationRequest& request, const config::DaemonConfig& config) const;
   struct ChoiceState;
 
   sched::ServerState& ctx_;
