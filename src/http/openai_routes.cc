@@ -23,6 +23,7 @@
 #include "http/openai_render.h"
 #include "http/openai_request.h"
 #include "http/reply_deltas.h"
+#include "http/responses_api.h"
 #include "http/sse_writer.h"
 #include "sched/request_runner.h"
 
@@ -126,9 +127,10 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
   }
   const bool models = req.path == "/v1/models", chat = req.path == "/v1/chat/completions",
              completions = req.path == "/v1/completions", tokenize = req.path == "/tokenize",
-             detokenize = req.path == "/detokenize", embeddings = req.path == "/v1/embeddings";
+             detokenize = req.path == "/detokenize", embeddings = req.path == "/v1/embeddings",
+             responses = req.path == "/v1/responses";
   if (shape == ErrorShape::kOpenAi) {  // the other APIs' handlers check their own paths
-    if (!models && !chat && !completions && !tokenize && !detokenize && !embeddings) {
+    if (!models && !chat && !completions && !tokenize && !detokenize && !embeddings && !responses) {
       return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
     }
     if (models && !method_is("GET")) return wrong_method("GET");
@@ -148,6 +150,7 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
   if (shape != ErrorShape::kOpenAi) return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
   if (tokenize || detokenize) return Tokenizer(req, out, tokenize);
   if (embeddings) return Embeddings(req, out);
+  if (responses) return Responses(req, out);
   if (models) {
     json data = json::array();
     for (const auto& [name, w] : ctx_.models()) {
@@ -220,6 +223,66 @@ int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
   if (!text.has_value()) return SendError(out, OpenAiError(text.error()));
   out.Send(200, kJson, Dump({{"content", *text}}));
   return 200;
+}
+
+// /v1/responses: stateless; the whole input comes with every request.
+int OpenAiRoutes::Responses(const Request& req, Responder& out) {
+  auto parsed = ParseResponsesRequest(req.body);
+  if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
+  ResponsesRequest& r = *parsed;
+  const auto config = ctx_.config();
+  sched::RunRequest run;
+  run.api = "http";
+  run.model = r.model;
+  run.guard = !config->guard_model.empty();
+  run.guarded_prompt = GuardedPrompt(r);
+  const bool stream = r.stream;
+  run.job = MakeGenerationJob(r, *config);
+  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
+  run.peer_fd = out.fd();
+  run.half_close_is_gone = true;
+  run.timeout_ms = config->request_timeout_ms;
+  const ResponseContext context{NewId("resp_"), static_cast<int64_t>(std::time(nullptr)),
+                                r.model.value_or(ctx_.models().front().first), r.echo_json};
+
+  SseWriter sse(out);
+  ResponsesStream events(context);
+  ReplyDeltas deltas([] { return NewId("call_"); });
+  bool streaming = false;
+  auto send = [&](const std::vector<SseEvent>& list) {
+    for (const SseEvent& e : list) {
+      if (!sse.Event(e.event, e.data)) return false;
+    }
+    return true;
+  };
+  auto begin = [&] {
+    if (streaming) return true;
+    streaming = true;
+    return sse.Begin() && send(events.Begin());
+  };
+  std::string text;
+  run.on_text = [&](const sched::JobEvent& ev) {
+    text += ev.text;
+    engine::ParsedReply now = ev.parser ? ev.parser->Parse(text, /*partial=*/true) : engine::ParsedReply{text, {}, {}};
+    return begin() && send(events.Next(deltas.Next(now)));
+  };
+  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
+  if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
+    ApiError e = OpenAiError(outcome.error);
+    if (!streaming) return SendError(out, e);
+    send(events.Fail(e.code, e.message));
+    sse.End();
+    return e.status;
+  }
+  const engine::Completion& done = outcome.completion;
+  FinalReply final_reply = ParseFinalReply(done, deltas);
+  const std::string_view status = outcome.refused() ? "incomplete" : ResponseStatusFor(done.stats);
+  if (!stream) {
+    return out.Send(200, kJson, RenderResponse(context, final_reply.reply, done.stats, status, done.logprobs)) ? 200 : 0;
+  }
+  if (!begin() || !send(events.Finish(final_reply.reply, done.stats, status, done.logprobs))) return 0;
+  return sse.End() ? 200 : 0;
 }
 
 int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {

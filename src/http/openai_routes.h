@@ -1,5 +1,5 @@
 // OpenAiRoutes: the OpenAI-compatible API on top of the engine workers: /v1/chat/completions,
-// /v1/completions (both with SSE streaming), /v1/embeddings, /v1/models, llama-server's
+// /v1/completions, /v1/responses (all three with SSE streaming), /v1/embeddings, /v1/models, llama-server's
 // /tokenize and /detokenize, /health and /metrics. Errors are
 // OpenAI error JSON with the matching HTTP status.
 //
@@ -39,6 +39,7 @@ class OpenAiRoutes {
   int Generate(const Request& request, Responder& out, bool chat);
   int Tokenizer(const Request& request, Responder& out, bool tokenize);
   int Embeddings(const Request& request, Responder& out);
+  int Responses(const Request& request, Responder& out);
   struct ChoiceState;
 
   sched::ServerState& ctx_;

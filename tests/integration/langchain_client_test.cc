@@ -8,19 +8,13 @@ namespace {
 
 // The cases the daemon must pass (names as in langchain.mjs).
 const std::vector<std::string> kCases = {"invoke", "stream", "bind_tools", "bind_tools_stream", "tool_result_turn",
-                                         "structured_output"};
-// Endpoints not served yet (/v1/responses, which ChatOpenAI uses with useResponsesApi). NOT
-// run: set kRunNotServedYet to run them too.
-const std::vector<std::string> kNotServedYet = {"responses_invoke"};
-constexpr bool kRunNotServedYet = false;
+                                         "structured_output", "responses_invoke"};
 
 TEST(LangChainClient, RealClientAgainstLlmd) {
   HttpDaemon d({"--rate-limit", "100000"});
   ASSERT_TRUE(d.process().ready());
   ASSERT_GT(d.port(), 0);
-  std::vector<std::string> cases = kCases;
-  if (kRunNotServedYet) cases.insert(cases.end(), kNotServedYet.begin(), kNotServedYet.end());
-  ExpectCasesPassed(RunClientScript(d, "langchain.mjs", cases), cases);
+  ExpectCasesPassed(RunClientScript(d, "langchain.mjs", kCases), kCases);
 }
 
 }  // namespace

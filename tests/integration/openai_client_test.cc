@@ -11,20 +11,15 @@ const std::vector<std::string> kCases = {
     "tools_auto", "tools_auto_stream", "tools_required", "tools_required_stream", "tool_named",
     "tool_result_turn", "json_schema", "json_schema_zod", "json_object", "logprobs", "n2",
     "reasoning", "reasoning_stream",
-    "embeddings",
+    "embeddings", "responses", "responses_stream",
 };
-// Endpoints not served yet (/v1/responses). NOT run: set kRunNotServedYet to run them too.
-const std::vector<std::string> kNotServedYet = {"responses", "responses_stream"};
-constexpr bool kRunNotServedYet = false;
 
 TEST(OpenAiClient, RealClientAgainstLlmd) {
   // "embed": the tiny model loaded for embeddings, beside the chat model.
   HttpDaemon d({"--rate-limit", "100000", "--models", "embed=" + TinyEmbedModelPath(), "--embedding-models", "embed"});
   ASSERT_TRUE(d.process().ready());
   ASSERT_GT(d.port(), 0);
-  std::vector<std::string> cases = kCases;
-  if (kRunNotServedYet) cases.insert(cases.end(), kNotServedYet.begin(), kNotServedYet.end());
-  ExpectCasesPassed(RunClientScript(d, "openai.mjs", cases, "LLMD_EMBED_MODEL=embed"), cases);
+  ExpectCasesPassed(RunClientScript(d, "openai.mjs", kCases, "LLMD_EMBED_MODEL=embed"), kCases);
 }
 
 }  // namespace
