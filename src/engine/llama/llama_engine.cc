@@ -92,12 +92,16 @@ class LlamaEngine;
 
 class LlamaSampler final : public Sampler {
  public:
-  LlamaSampler(llama_sampler_ptr chain, llama_context* ctx, std::function<std::string(TokenId)> piece)
-      : chain_(std::move(chain)), ctx_(ctx), piece_(std::move(piece)) {}
+  // `grammar` may be null; it is kept apart from the chain so that most tokens cost one
+  // check of the sampled token instead of a pass over the whole vocabulary.
+  LlamaSampler(llama_sampler_ptr chain, llama_sampler_ptr grammar, llama_context* ctx,
+               std::function<std::string(TokenId)> piece)
+      : chain_(std::move(chain)), grammar_(std::move(grammar)), ctx_(ctx), piece_(std::move(piece)) {}
 
   TokenId Sample(int32_t output_index) override {
     try {
-      return llama_sampler_sample(chain_.get(), ctx_, output_index);
+      if (!grammar_) return llama_sampler_sample(chain_.get(), ctx_, output_index);
+      return SampleWithGrammar(output_index);
     } catch (const std::exception&) {
       return kNoToken;  // the grammar rejected every token (llama.cpp throws on its accept)
     }
@@ -135,9 +139,40 @@ class LlamaSampler final : public Sampler {
   }
 
  private:
+  // llama.cpp's rejection sampling (common_sampler_sample): sample as if free; keep the token
+  // when the grammar allows it, else mask the vocabulary by the grammar and sample again.
+  TokenId SampleWithGrammar(int32_t output_index) {
+    const float* logits = llama_get_logits_ith(ctx_, output_index);
+    if (logits == nullptr) return kNoToken;
+    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+    auto fill = [&] {
+      candidates_.resize(static_cast<size_t>(n));
+      for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i], 0.0f};
+      return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+    };
+    llama_token_data_array all = fill();
+    llama_sampler_apply(chain_.get(), &all);
+    TokenId token = all.data[all.selected].id;
+    llama_token_data one = {token, 1.0f, 0.0f};
+    llama_token_data_array single = {&one, 1, -1, false};
+    llama_sampler_apply(grammar_.get(), &single);
+    if (single.data[0].logit == -INFINITY) {
+      all = fill();
+      llama_sampler_apply(grammar_.get(), &all);
+      llama_sampler_apply(chain_.get(), &all);
+      if (all.selected < 0 || all.data[all.selected].logit == -INFINITY) return kNoToken;
+      token = all.data[all.selected].id;
+    }
+    llama_sampler_accept(grammar_.get(), token);
+    llama_sampler_accept(chain_.get(), token);
+    return token;
+  }
+
   llama_sampler_ptr chain_;
+  llama_sampler_ptr grammar_;
   llama_context* ctx_;
   std::function<std::string(TokenId)> piece_;
+  std::vector<llama_token_data> candidates_;
 };
 
 class LlamaEngine final : public Engine {
@@ -340,7 +375,11 @@ class LlamaEngine final : public Engine {
       }
     }
     LLMD_ASSIGN_OR_RETURN(llama_sampler_ptr chain, NewSamplerChain(params));
-    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), ctx_.get(),
+    llama_sampler_ptr grammar;
+    if (!params.grammar.empty()) {
+      LLMD_ASSIGN_OR_RETURN(grammar, NewGrammarSampler(params));
+    }
+    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), std::move(grammar), ctx_.get(),
                                                                    [this](TokenId t) { return Piece(t); }));
   }
 
@@ -630,10 +669,6 @@ Result<llama_sampler_ptr> LlamaEngine::NewSamplerChain(const SamplingParams& p) 
     llama_sampler_chain_add(chain.get(), llama_sampler_init_logit_bias(llama_vocab_n_tokens(vocab_),
                                                                        static_cast<int32_t>(biases.size()),
                                                                        biases.data()));
-  }
-  if (!p.grammar.empty()) {
-    LLMD_ASSIGN_OR_RETURN(llama_sampler_ptr grammar, NewGrammarSampler(p));
-    llama_sampler_chain_add(chain.get(), grammar.release());
   }
   // Penalties come before the choice, greedy or not, as in llama.cpp's own chains.
   if (p.repeat_penalty > 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
