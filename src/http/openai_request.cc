@@ -210,6 +210,15 @@ Status ReadMessages(const json& j, GenerationRequest* r) {
                                   msg.role + "')");
     }
     LLMD_ASSIGN_OR_RETURN(msg.content, Content(m, i));
+    // What a chat template has no place for is refused, not dropped.
+    for (const char* key : {"refusal", "audio", "function_call"}) {
+      if (Field(m, key) != nullptr) {
+        return InvalidArgumentError(field + "." + key + " is not supported by llmd (send the text as content, calls as tool_calls)");
+      }
+    }
+    if (const json* name = Field(m, "name"); name != nullptr && msg.role != "tool") {
+      return InvalidArgumentError(field + ".name is not supported by llmd (the chat template has no place for it)");
+    }
     if (msg.role == "assistant") {
       LLMD_ASSIGN_OR_RETURN(msg.tool_calls, ToolCalls(m, field));
     } else if (Field(m, "tool_calls") != nullptr) {
@@ -317,6 +326,11 @@ Status ReadThinking(const json& j, GenerationRequest* r) {
   }
   if (const json* kw = Field(j, "chat_template_kwargs")) {
     if (!kw->is_object()) return TypeError("chat_template_kwargs", "an object");
+    for (const auto& [key, value] : kw->items()) {
+      if (key != "enable_thinking") {
+        return InvalidArgumentError("'chat_template_kwargs." + key + "' is not supported (only enable_thinking)");
+      }
+    }
     bool on = false;
     if (Field(*kw, "enable_thinking") != nullptr) {
       LLMD_RETURN_IF_ERROR(ReadBool(*kw, "enable_thinking", &on));
@@ -353,6 +367,13 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
   LLMD_RETURN_IF_ERROR(Unsupported(j, "functions", json()));
   LLMD_RETURN_IF_ERROR(Unsupported(j, "function_call", json()));
   LLMD_RETURN_IF_ERROR(Unsupported(j, "web_search_options", json()));
+  LLMD_RETURN_IF_ERROR(Unsupported(j, "store", false));  // nothing is stored
+  if (const json* v = Field(j, "verbosity"); v != nullptr && *v != "medium") {
+    return InvalidArgumentError("'verbosity' other than medium is not supported by llmd");
+  }
+  if (const json* tier = Field(j, "service_tier"); tier != nullptr && *tier != "auto" && *tier != "default") {
+    return InvalidArgumentError("'service_tier' other than auto or default is not supported by llmd");
+  }
   LLMD_RETURN_IF_ERROR(Unsupported(j, "prediction", json()));
   if (const json* modalities = Field(j, "modalities");
       modalities != nullptr && *modalities != json::array({"text"})) {

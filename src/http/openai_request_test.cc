@@ -318,12 +318,15 @@ TEST(OpenAiRequest, ReasoningEffortAndTemplateKwargsSetThinking) {
     EXPECT_EQ(*r->enable_thinking, c.want) << c.fields;
   }
   // Neither (or kwargs without enable_thinking): the configured default decides later.
-  for (const char* fields : {R"("chat_template_kwargs":{})", R"("chat_template_kwargs":{"other":1})",
-                             R"("reasoning_effort":null)"}) {
+  for (const char* fields : {R"("chat_template_kwargs":{})", R"("reasoning_effort":null)"}) {
     auto r = ParseChatRequest(head + fields + "}");
     ASSERT_TRUE(r.has_value()) << fields << ": " << r.error().ToString();
     EXPECT_FALSE(r->enable_thinking.has_value()) << fields;
   }
+  // Other template switches are refused, not dropped.
+  auto other = ParseChatRequest(head + R"("chat_template_kwargs":{"other":1}})");
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.error().message().find("chat_template_kwargs.other"), std::string::npos);
 }
 
 TEST(OpenAiRequest, ChatLogprobsAndTopLogprobs) {

@@ -386,6 +386,13 @@ Status ReadTools(const json& j, ResponsesRequest* r, ordered* echo) {
   std::optional<bool> parallel;
   LLMD_RETURN_IF_ERROR(ReadBool(j, "parallel_tool_calls", &parallel));
   r->format.parallel_tool_calls = parallel.value_or(true);
+  // max_tool_calls 1 is one call (as parallel_tool_calls false); llmd cannot stop at N > 1.
+  std::optional<int64_t> max_calls;
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_tool_calls", 1, 1, &max_calls));
+  if (max_calls) {
+    r->format.parallel_tool_calls = false;
+    (*echo)["max_tool_calls"] = *max_calls;
+  }
   (*echo)["parallel_tool_calls"] = r->format.parallel_tool_calls;
   return Status::Ok();
 }

@@ -1,0 +1,792 @@
+#include "http/anthropic_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "http/json_reply.h"
+
+namespace llmd::http {
+namespace {
+
+using nlohmann::json;
+// What we write keeps Anthropic's field order, for people reading it.
+using ordered = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------
+// Reading the request (the helpers mirror responses_api.cc's, whose are file-local).
+
+Status TypeError(const std::string& field, const char* want) {
+  return InvalidArgumentError("'" + field + "' must be " + want);
+}
+
+std::string Quoted(const std::string& field) { return "'" + field + "'"; }
+
+// The field's value, or nullptr when absent or null.
+const json* Field(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Status ReadBool(const json& obj, const char* key, const std::string& field, std::optional<bool>* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_boolean()) return TypeError(field, "true or false");
+  *out = v->get<bool>();
+  return Status::Ok();
+}
+
+Status ReadNumber(const json& obj, const char* key, double lo, double hi, std::optional<float>* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_number()) return TypeError(key, "a number");
+  const double d = v->get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return InvalidArgumentError(Quoted(key) + " must be in " + json(lo).dump() + ".." + json(hi).dump());
+  }
+  *out = static_cast<float>(d);
+  return Status::Ok();
+}
+
+Status ReadInteger(const json& obj, const char* key, const std::string& field, int64_t lo, int64_t hi,
+                   std::optional<int64_t>* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_number_integer()) return TypeError(field, "an integer");
+  const bool too_big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi);
+  if (too_big || v->get<int64_t>() < lo || v->get<int64_t>() > hi) {
+    return InvalidArgumentError(Quoted(field) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  *out = v->get<int64_t>();
+  return Status::Ok();
+}
+
+// A string field that must be present and not empty.
+Result<std::string> RequiredString(const json& obj, const char* key, const std::string& field) {
+  const json* v = Field(obj, key);
+  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().empty()) {
+    return TypeError(field, "a non-empty string");
+  }
+  return v->get<std::string>();
+}
+
+// A string field that may be absent; `allowed` lists its accepted values (empty: any).
+Result<std::optional<std::string>> OptionalString(const json& obj, const char* key, const std::string& field,
+                                                  std::initializer_list<const char*> allowed = {}) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return std::optional<std::string>();
+  if (!v->is_string()) return TypeError(field, "a string");
+  std::string s = v->get<std::string>();
+  if (allowed.size() != 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    return InvalidArgumentError(Quoted(field) + " must be one of " + list + " (got '" + s + "')");
+  }
+  return std::optional<std::string>(std::move(s));
+}
+
+Result<json> ParseObject(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("the request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError("the request body must be a JSON object");
+  return j;
+}
+
+// cache_control, on the request or on a block: llmd caches every prompt's prefix by itself,
+// so the marker asks for nothing more. Its shape is still checked.
+Status CheckCacheControl(const json& obj, const std::string& where) {
+  const json* cc = Field(obj, "cache_control");
+  if (cc == nullptr) return Status::Ok();
+  const std::string field = where.empty() ? "cache_control" : where + ".cache_control";
+  if (!cc->is_object()) return TypeError(field, "an object");
+  LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*cc, "type", field + ".type", {"ephemeral"}));
+  if (!type) return TypeError(field + ".type", "\"ephemeral\"");
+  return OptionalString(*cc, "ttl", field + ".ttl", {"5m", "1h"}).error();
+}
+
+// The type of a content block, checked to be a string.
+Result<std::string> BlockType(const json& block, const std::string& where) {
+  if (!block.is_object()) return TypeError(where, "an object (a content block)");
+  const json* type = Field(block, "type");
+  if (type == nullptr || !type->is_string()) return TypeError(where + ".type", "a string");
+  return type->get<std::string>();
+}
+
+// Blocks llmd cannot take: media, and the blocks of server tools it does not have.
+Status RefuseBlock(const std::string& type, const std::string& where) {
+  if (type == "image" || type == "document" || type == "search_result") {
+    return InvalidArgumentError(Quoted(where) + " is a " + type + " block: llmd serves text only");
+  }
+  return InvalidArgumentError(Quoted(where + ".type") + " '" + type +
+                              "' is not supported by llmd (text, tool_use, tool_result, thinking and "
+                              "redacted_thinking blocks only)");
+}
+
+// A text block's text; its cache_control and citations (of an earlier answer) are accepted.
+Result<std::string> TextBlock(const json& block, const std::string& where) {
+  const json* text = Field(block, "text");
+  if (text == nullptr || !text->is_string()) return TypeError(where + ".text", "a string");
+  LLMD_RETURN_IF_ERROR(CheckCacheControl(block, where));
+  if (const json* c = Field(block, "citations"); c != nullptr && !c->is_array()) {
+    return TypeError(where + ".citations", "an array");
+  }
+  return text->get<std::string>();
+}
+
+void Join(std::string* text, const std::string& more) {
+  if (!text->empty() && !more.empty()) *text += "\n";
+  *text += more;
+}
+
+// A string, or an array of text blocks only (system, a system turn, a tool result).
+Result<std::string> TextOnly(const json& value, const std::string& field) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_array()) return TypeError(field, "a string or an array of text blocks");
+  std::string text;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string where = field + "[" + std::to_string(i) + "]";
+    LLMD_ASSIGN_OR_RETURN(std::string type, BlockType(value[i], where));
+    if (type != "text") return RefuseBlock(type, where);
+    LLMD_ASSIGN_OR_RETURN(std::string t, TextBlock(value[i], where));
+    Join(&text, t);
+  }
+  return text;
+}
+
+// Turns become chat messages: text into the message of the turn's role (consecutive turns of
+// one role are one message, as Anthropic combines them), tool_use blocks into the assistant
+// message's calls, tool_result blocks into tool messages.
+class ConversationBuilder {
+ public:
+  explicit ConversationBuilder(std::vector<chat::Message>* messages) : messages_(*messages) {}
+
+  Status Turn(const json& m, const std::string& field) {
+    if (!m.is_object()) return TypeError(field, "an object");
+    LLMD_ASSIGN_OR_RETURN(auto role, OptionalString(m, "role", field + ".role", {"user", "assistant", "system"}));
+    if (!role) return TypeError(field + ".role", "user, assistant or system");
+    const json* content = Field(m, "content");
+    if (content == nullptr) return TypeError(field + ".content", "a string or an array of content blocks");
+    const std::string where = field + ".content";
+    if (*role == "system") {
+      LLMD_ASSIGN_OR_RETURN(std::string text, TextOnly(*content, where));
+      messages_.push_back({"system", std::move(text)});
+      return Status::Ok();
+    }
+    if (*role == "user") has_user_ = true;
+    if (content->is_string()) {
+      AddText(*role, content->get<std::string>());
+      return Status::Ok();
+    }
+    if (!content->is_array()) return TypeError(where, "a string or an array of content blocks");
+    const size_t before = messages_.size();
+    for (size_t i = 0; i < content->size(); ++i) {
+      LLMD_RETURN_IF_ERROR(Block((*content)[i], *role, where + "[" + std::to_string(i) + "]"));
+    }
+    // A turn without blocks (or only dropped ones) is still a turn.
+    if (messages_.size() == before && (messages_.empty() || messages_.back().role != *role)) AddText(*role, "");
+    return Status::Ok();
+  }
+
+  Status Finish() const {
+    if (!unanswered_.empty()) {
+      return InvalidArgumentError("'messages' has a tool_use block with id '" + *unanswered_.begin() +
+                                  "' but no tool_result for it");
+    }
+    if (!has_user_) return InvalidArgumentError("'messages' must have a user turn");
+    if (messages_.back().role == "assistant") {
+      return InvalidArgumentError("the last message must not be the assistant's: llmd does not continue a reply "
+                                  "(prefill is not supported)");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void AddText(const std::string& role, const std::string& text) {
+    if (!messages_.empty() && messages_.back().role == role) {
+      Join(&messages_.back().content, text);
+      return;
+    }
+    messages_.push_back({role, text});
+  }
+
+  Status Block(const json& block, const std::string& role, const std::string& where) {
+    LLMD_ASSIGN_OR_RETURN(std::string type, BlockType(block, where));
+    const bool assistant = role == "assistant";
+    if (type == "text") {
+      LLMD_ASSIGN_OR_RETURN(std::string text, TextBlock(block, where));
+      AddText(role, text);
+      return Status::Ok();
+    }
+    if (type == "tool_use" || type == "thinking" || type == "redacted_thinking") {
+      if (!assistant) return InvalidArgumentError(Quoted(where) + " is a " + type + " block, which only assistant turns carry");
+      if (type == "tool_use") return ToolUse(block, where);
+      // Earlier turns' reasoning: chat templates leave it out, so it is checked and dropped.
+      const char* key = type == "thinking" ? "thinking" : "data";
+      const json* v = Field(block, key);
+      if (v == nullptr || !v->is_string()) return TypeError(where + "." + key, "a string");
+      return Status::Ok();
+    }
+    if (type == "tool_result") {
+      if (assistant) return InvalidArgumentError(Quoted(where) + " is a tool_result block, which only user turns carry");
+      return ToolResult(block, where);
+    }
+    return RefuseBlock(type, where);
+  }
+
+  Status ToolUse(const json& block, const std::string& where) {
+    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "id", where + ".id"));
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(block, "name", where + ".name"));
+    const json* input = Field(block, "input");
+    if (input == nullptr || !input->is_object()) return TypeError(where + ".input", "an object");
+    if (const json* caller = Field(block, "caller")) {
+      if (!caller->is_object() || caller->value("type", json()) != "direct") {
+        return InvalidArgumentError(Quoted(where + ".caller") + " must be {\"type\":\"direct\"}: llmd has no server "
+                                    "tools to call tools");
+      }
+    }
+    LLMD_RETURN_IF_ERROR(CheckCacheControl(block, where));
+    if (!calls_.insert(id).second) {
+      return InvalidArgumentError(Quoted(where + ".id") + " '" + id + "' is used by an earlier tool_use block");
+    }
+    unanswered_.insert(id);
+    if (messages_.empty() || messages_.back().role != "assistant") messages_.push_back({"assistant", ""});
+    messages_.back().tool_calls.push_back({std::move(id), std::move(name), input->dump()});
+    return Status::Ok();
+  }
+
+  Status ToolResult(const json& block, const std::string& where) {
+    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "tool_use_id", where + ".tool_use_id"));
+    if (calls_.count(id) == 0) {
+      return InvalidArgumentError(Quoted(where + ".tool_use_id") + " '" + id + "' answers no tool_use block before it");
+    }
+    if (unanswered_.erase(id) == 0) {
+      return InvalidArgumentError(Quoted(where + ".tool_use_id") + " '" + id + "' was answered already");
+    }
+    std::string text;
+    if (const json* content = Field(block, "content")) {
+      LLMD_ASSIGN_OR_RETURN(text, TextOnly(*content, where + ".content"));
+    }
+    std::optional<bool> is_error;
+    LLMD_RETURN_IF_ERROR(ReadBool(block, "is_error", where + ".is_error", &is_error));
+    LLMD_RETURN_IF_ERROR(CheckCacheControl(block, where));
+    // Chat templates have no error flag: the model reads it in the result.
+    if (is_error.value_or(false)) text = "Error: " + text;
+    chat::Message m{"tool", std::move(text)};
+    m.tool_call_id = std::move(id);
+    messages_.push_back(std::move(m));
+    return Status::Ok();
+  }
+
+  std::vector<chat::Message>& messages_;
+  bool has_user_ = false;
+  std::set<std::string> calls_, unanswered_;
+};
+
+Status ReadConversation(const json& j, AnthropicRequest* r) {
+  if (const json* system = Field(j, "system")) {
+    LLMD_ASSIGN_OR_RETURN(std::string text, TextOnly(*system, "system"));
+    r->messages.push_back({"system", std::move(text)});
+  }
+  const json* messages = Field(j, "messages");
+  if (messages == nullptr) return InvalidArgumentError("'messages' is required");
+  if (!messages->is_array() || messages->empty()) return TypeError("messages", "a non-empty array");
+  ConversationBuilder builder(&r->messages);
+  for (size_t i = 0; i < messages->size(); ++i) {
+    LLMD_RETURN_IF_ERROR(builder.Turn((*messages)[i], "messages[" + std::to_string(i) + "]"));
+  }
+  return builder.Finish();
+}
+
+Status ReadSampling(const json& j, AnthropicBody kind, AnthropicRequest* r) {
+  LLMD_ASSIGN_OR_RETURN(std::string model, RequiredString(j, "model", "model"));
+  r->model = std::move(model);
+  if (kind == AnthropicBody::kCountTokens) return Status::Ok();
+  std::optional<int64_t> i;
+  // 0 is allowed: an empty answer with stop_reason "max_tokens".
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_tokens", "max_tokens", 0, UINT32_MAX, &i));
+  if (!i) return InvalidArgumentError("'max_tokens' is required");
+  r->max_tokens = static_cast<uint32_t>(*i);
+  i.reset();
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "temperature", 0, 1, &r->temperature));
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "top_p", 0, 1, &r->top_p));
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_k", "top_k", 1, 1 << 20, &i));
+  if (i) r->top_k = static_cast<int32_t>(*i);
+  std::optional<bool> stream;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "stream", "stream", &stream));
+  r->stream = stream.value_or(false);
+  if (const json* stops = Field(j, "stop_sequences")) {
+    if (!stops->is_array()) return TypeError("stop_sequences", "an array of strings");
+    if (stops->size() > kMaxStopSequences) {
+      return InvalidArgumentError("'stop_sequences' has more than " + std::to_string(kMaxStopSequences) + " entries");
+    }
+    for (size_t k = 0; k < stops->size(); ++k) {
+      const json& s = (*stops)[k];
+      const std::string field = "stop_sequences[" + std::to_string(k) + "]";
+      if (!s.is_string() || s.get_ref<const std::string&>().empty()) return TypeError(field, "a non-empty string");
+      if (s.get_ref<const std::string&>().size() > kMaxStopBytes) {
+        return InvalidArgumentError(Quoted(field) + " is longer than " + std::to_string(kMaxStopBytes) + " bytes");
+      }
+      r->stop.push_back(s.get<std::string>());
+    }
+  }
+  return Status::Ok();
+}
+
+// A custom tool ({name, description, input_schema}) in the chat shape ({type:"function",
+// function: {name, description, parameters}}) the engine takes.
+Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::string>* names) {
+  if (!tool.is_object()) return TypeError(field, "an object");
+  LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(tool, "type", field + ".type"));
+  if (type && *type != "custom") {
+    return InvalidArgumentError(Quoted(field) + " is a '" + *type +
+                                "' tool, which llmd does not have (only custom tools: name, description, "
+                                "input_schema)");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field + ".name"));
+  if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
+  json function = {{"name", name}};
+  if (const json* d = Field(tool, "description")) {
+    if (!d->is_string()) return TypeError(field + ".description", "a string");
+    function["description"] = *d;
+  }
+  const json* schema = Field(tool, "input_schema");
+  if (schema == nullptr || !schema->is_object()) return TypeError(field + ".input_schema", "an object (a JSON schema)");
+  function["parameters"] = *schema;
+  LLMD_RETURN_IF_ERROR(CheckCacheControl(tool, field));
+  // The grammar holds every call to its schema, strict or not; arguments stream as they are
+  // generated, eager or not.
+  std::optional<bool> flag;
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "strict", field + ".strict", &flag));
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "eager_input_streaming", field + ".eager_input_streaming", &flag));
+  flag.reset();
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "defer_loading", field + ".defer_loading", &flag));
+  if (flag.value_or(false)) {
+    return InvalidArgumentError(Quoted(field + ".defer_loading") + " true is not supported: llmd has no tool search; "
+                                "every tool is shown to the model");
+  }
+  if (const json* callers = Field(tool, "allowed_callers")) {
+    if (!callers->is_array() || callers->empty() ||
+        std::any_of(callers->begin(), callers->end(), [](const json& c) { return c != "direct"; })) {
+      return InvalidArgumentError(Quoted(field + ".allowed_callers") + " must be [\"direct\"]: llmd has no code "
+                                  "execution to call tools from");
+    }
+  }
+  if (const json* examples = Field(tool, "input_examples"); examples != nullptr && !(examples->is_array() && examples->empty())) {
+    return InvalidArgumentError(Quoted(field + ".input_examples") + " is not supported by llmd (the chat template "
+                                "shows no examples)");
+  }
+  return json{{"type", "function"}, {"function", std::move(function)}};
+}
+
+Status ReadToolChoice(const json& j, const std::set<std::string>& names, AnthropicRequest* r) {
+  engine::ChatFormat& f = r->format;
+  const json* choice = Field(j, "tool_choice");
+  if (choice == nullptr) return Status::Ok();
+  if (!choice->is_object()) return TypeError("tool_choice", "an object ({\"type\": auto, any, tool or none})");
+  LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*choice, "type", "tool_choice.type", {"auto", "any", "tool", "none"}));
+  if (!type) return TypeError("tool_choice.type", "auto, any, tool or none");
+  std::optional<bool> disable_parallel;
+  LLMD_RETURN_IF_ERROR(
+      ReadBool(*choice, "disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use", &disable_parallel));
+  f.parallel_tool_calls = !disable_parallel.value_or(false);
+  if (*type == "auto") {
+    f.tool_choice = engine::ToolChoice::kAuto;
+  } else if (*type == "none") {
+    f.tool_choice = engine::ToolChoice::kNone;
+  } else if (*type == "any") {
+    if (names.empty()) return InvalidArgumentError("'tool_choice' {\"type\":\"any\"} needs 'tools'");
+    f.tool_choice = engine::ToolChoice::kRequired;
+  } else {
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice.name"));
+    if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
+    f.tool_choice = engine::ToolChoice::kNamed;
+    f.tool_name = std::move(name);
+  }
+  return Status::Ok();
+}
+
+Status ReadTools(const json& j, AnthropicRequest* r) {
+  std::set<std::string> names;
+  json chat_tools = json::array();
+  if (const json* tools = Field(j, "tools")) {
+    if (!tools->is_array()) return TypeError("tools", "an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      LLMD_ASSIGN_OR_RETURN(json tool, ChatTool((*tools)[i], "tools[" + std::to_string(i) + "]", &names));
+      chat_tools.push_back(std::move(tool));
+    }
+  }
+  if (!chat_tools.empty()) r->format.tools_json = chat_tools.dump();
+  return ReadToolChoice(j, names, r);
+}
+
+// thinking: the template's switch. budget_tokens is checked as Anthropic checks it (below
+// max_tokens) but is no separate limit: thinking and answer share max_tokens.
+Status ReadThinking(const json& j, AnthropicRequest* r) {
+  const json* thinking = Field(j, "thinking");
+  if (thinking == nullptr) return Status::Ok();
+  if (!thinking->is_object()) return TypeError("thinking", "an object ({\"type\": enabled, adaptive or disabled})");
+  LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*thinking, "type", "thinking.type"));
+  if (!type) return TypeError("thinking.type", "enabled, adaptive or disabled");
+  if (*type == "disabled") {
+    r->enable_thinking = false;
+    return Status::Ok();
+  }
+  if (*type != "enabled" && *type != "adaptive") {
+    return InvalidArgumentError("'thinking.type' '" + *type + "' is not supported by llmd (enabled, adaptive or "
+                                "disabled)");
+  }
+  if (*type == "enabled") {
+    std::optional<int64_t> budget;
+    LLMD_RETURN_IF_ERROR(ReadInteger(*thinking, "budget_tokens", "thinking.budget_tokens", 1, UINT32_MAX, &budget));
+    if (!budget) return InvalidArgumentError("'thinking.budget_tokens' is required with thinking.type \"enabled\"");
+    if (r->max_tokens && static_cast<uint64_t>(*budget) >= *r->max_tokens) {
+      return InvalidArgumentError("'thinking.budget_tokens' must be less than 'max_tokens'");
+    }
+  }
+  LLMD_ASSIGN_OR_RETURN(auto display, OptionalString(*thinking, "display", "thinking.display", {"summarized", "omitted"}));
+  r->enable_thinking = true;
+  r->omit_thinking = display == "omitted";
+  return Status::Ok();
+}
+
+// output_config: format (a JSON schema the answer follows); effort only at its default.
+Status ReadOutputConfig(const json& j, AnthropicRequest* r) {
+  const json* config = Field(j, "output_config");
+  if (config == nullptr) return Status::Ok();
+  if (!config->is_object()) return TypeError("output_config", "an object");
+  LLMD_ASSIGN_OR_RETURN(auto effort, OptionalString(*config, "effort", "output_config.effort",
+                                                    {"low", "medium", "high", "xhigh", "max"}));
+  if (effort && *effort != "high") {
+    return InvalidArgumentError("'output_config.effort' '" + *effort + "' is not supported by llmd (only high, the "
+                                "default; use 'thinking' to switch thinking)");
+  }
+  if (const json* format = Field(*config, "format")) {
+    if (!format->is_object()) return TypeError("output_config.format", "an object");
+    LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*format, "type", "output_config.format.type", {"json_schema"}));
+    if (!type) return TypeError("output_config.format.type", "\"json_schema\"");
+    const json* schema = Field(*format, "schema");
+    if (schema == nullptr || !schema->is_object()) {
+      return TypeError("output_config.format.schema", "an object (a JSON schema)");
+    }
+    r->format.json_schema = schema->dump();
+  }
+  return Status::Ok();
+}
+
+// Fields for things llmd does not have: refused unless they ask for nothing.
+Status RefuseUnhonourable(const json& j) {
+  if (Field(j, "container") != nullptr) {
+    return InvalidArgumentError("'container' is not supported: llmd has no code execution containers");
+  }
+  if (const json* mcp = Field(j, "mcp_servers"); mcp != nullptr && !(mcp->is_array() && mcp->empty())) {
+    return InvalidArgumentError("'mcp_servers' is not supported: llmd connects to no MCP servers (run the tools in "
+                                "the client and send them as 'tools')");
+  }
+  if (Field(j, "context_management") != nullptr) {
+    return InvalidArgumentError("'context_management' is not supported by llmd (it does not edit the context)");
+  }
+  if (Field(j, "diagnostics") != nullptr) {
+    return InvalidArgumentError("'diagnostics' is not supported by llmd (no cache-miss reports)");
+  }
+  if (Field(j, "inference_geo") != nullptr) {
+    return InvalidArgumentError("'inference_geo' is not supported: llmd runs on this machine only");
+  }
+  // One tier, standard: "auto" and "standard_only" both get it.
+  LLMD_RETURN_IF_ERROR(OptionalString(j, "service_tier", "service_tier", {"auto", "standard_only"}).error());
+  LLMD_ASSIGN_OR_RETURN(auto speed, OptionalString(j, "speed", "speed", {"standard", "fast"}));
+  if (speed == "fast") return InvalidArgumentError("'speed' \"fast\" is not supported by llmd (only standard)");
+  LLMD_RETURN_IF_ERROR(CheckCacheControl(j, ""));
+  // Labels of the caller: checked and not applied.
+  if (const json* metadata = Field(j, "metadata")) {
+    if (!metadata->is_object()) return TypeError("metadata", "an object");
+    LLMD_RETURN_IF_ERROR(OptionalString(*metadata, "user_id", "metadata.user_id").error());
+  }
+  LLMD_RETURN_IF_ERROR(OptionalString(j, "user_profile_id", "user_profile_id").error());
+  return OptionalString(j, "workspace_id", "workspace_id").error();
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing the Message.
+
+std::string Dump(const ordered& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// "msg_X" -> "X": the part tool-use ids made here share.
+std::string IdSuffix(const std::string& message_id) {
+  const size_t underscore = message_id.find('_');
+  return underscore == std::string::npos ? message_id : message_id.substr(underscore + 1);
+}
+
+std::string CallId(const MessageContext& ctx, const chat::ToolCall& call, size_t index) {
+  return call.id.empty() ? "toolu_" + IdSuffix(ctx.id) + "_" + std::to_string(index) : call.id;
+}
+
+// A call's input: its arguments parsed (the final parse keeps only calls with valid JSON).
+ordered Input(const std::string& arguments) {
+  ordered input = ordered::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  return input.is_discarded() ? ordered::object() : input;
+}
+
+ordered UsageJson(const engine::GenerationStats& st) {
+  return {{"input_tokens", st.prompt_tokens - st.cached_tokens},
+          {"cache_creation_input_tokens", 0},
+          {"cache_read_input_tokens", st.cached_tokens},
+          {"output_tokens", st.generated_tokens}};
+}
+
+ordered StopDetails(const MessageEnd& end) {
+  if (end.stop_reason != "refusal") return nullptr;
+  return {{"type", "refusal"}, {"category", nullptr}, {"explanation", "the guard model judged the answer unsafe"}};
+}
+
+ordered StopSequence(const MessageEnd& end) {
+  return end.stop_sequence ? ordered(*end.stop_sequence) : ordered(nullptr);
+}
+
+ordered ThinkingBlock(const std::string& thinking) {
+  return {{"type", "thinking"}, {"thinking", thinking}, {"signature", ""}};
+}
+ordered TextBlockJson(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+ordered ToolUseBlock(const std::string& id, const std::string& name, ordered input) {
+  return {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}};
+}
+
+// What `now` adds to `sent` when it extends it; nothing when it does not.
+std::string Extension(const std::string& sent, const std::string& now) {
+  if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
+  return now.substr(sent.size());
+}
+
+}  // namespace
+
+Result<AnthropicRequest> ParseAnthropicRequest(std::string_view body, AnthropicBody kind) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  AnthropicRequest r;
+  r.chat = true;
+  LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_RETURN_IF_ERROR(ReadSampling(j, kind, &r));
+  LLMD_RETURN_IF_ERROR(ReadConversation(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadThinking(j, &r));  // after max_tokens, which it checks
+  LLMD_RETURN_IF_ERROR(ReadOutputConfig(j, &r));
+  return r;
+}
+
+std::optional<std::string> MatchedStopSequence(const std::vector<std::string>& stops, std::string_view generated,
+                                               size_t last_token_bytes) {
+  const size_t tail = generated.size() - std::min(last_token_bytes, generated.size());  // the last token's start
+  std::optional<std::string> best;
+  size_t best_at = std::string_view::npos;
+  for (const std::string& s : stops) {
+    if (s.empty()) continue;
+    // The first occurrence that ends inside the last token.
+    const size_t from = tail + 1 >= s.size() ? tail + 1 - s.size() : 0;
+    const size_t at = generated.find(s, from);
+    if (at == std::string_view::npos) continue;
+    if (at < best_at || (at == best_at && s.size() < best->size())) {
+      best = s;
+      best_at = at;
+    }
+  }
+  return best;
+}
+
+MessageEnd MessageEndFor(const engine::GenerationStats& stats, bool tool_calls, int32_t max_tokens, bool refused,
+                         std::optional<std::string> stop_sequence) {
+  MessageEnd end;
+  end.stats = stats;
+  if (refused) {
+    end.stop_reason = "refusal";
+  } else if (tool_calls) {
+    end.stop_reason = "tool_use";
+  } else if (stop_sequence) {
+    end.stop_reason = "stop_sequence";
+    end.stop_sequence = std::move(stop_sequence);
+  } else if (stats.finish_reason == engine::FinishReason::kLength) {
+    // Cut before its own limit: the context ran out.
+    end.stop_reason = stats.generated_tokens < max_tokens ? "model_context_window_exceeded" : "max_tokens";
+  } else {
+    end.stop_reason = "end_turn";
+  }
+  return end;
+}
+
+std::string RenderMessage(const MessageContext& ctx, const engine::ParsedReply& reply, const MessageEnd& end) {
+  ordered content = ordered::array();
+  if (!reply.reasoning_content.empty()) content.push_back(ThinkingBlock(ctx.omit_thinking ? "" : reply.reasoning_content));
+  if (!reply.content.empty()) content.push_back(TextBlockJson(reply.content));
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+    const chat::ToolCall& call = reply.tool_calls[i];
+    content.push_back(ToolUseBlock(CallId(ctx, call, i), call.name, Input(call.arguments)));
+  }
+  ordered m = {{"id", ctx.id},
+               {"type", "message"},
+               {"role", "assistant"},
+               {"model", ctx.model},
+               {"content", std::move(content)},
+               {"stop_reason", end.stop_reason},
+               {"stop_sequence", StopSequence(end)},
+               {"stop_details", StopDetails(end)},
+               {"usage", UsageJson(end.stats)}};
+  return Dump(m);
+}
+
+std::string RenderTokenCount(int32_t input_tokens) { return Dump(ordered{{"input_tokens", input_tokens}}); }
+
+// ---------------------------------------------------------------------------------------
+// Streaming.
+
+struct AnthropicStream::State {
+  enum class Kind { kThinking, kText, kToolUse };
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  struct Block {
+    Kind kind;
+    std::string text;  // the thinking, the text or the arguments, as streamed
+  };
+
+  MessageContext ctx;
+  bool begun = false, finished = false;
+  std::vector<Block> blocks;
+  size_t open = kNone;             // the block being streamed
+  std::vector<size_t> call_blocks;  // per tool call index: its block, or kNone
+  std::vector<SseEvent> out;        // the events of the current call
+
+  void Emit(const char* type, ordered fields) {
+    ordered data = {{"type", type}};
+    for (auto& [key, value] : fields.items()) data[key] = std::move(value);
+    out.push_back({type, Dump(data)});
+  }
+
+  void BeginIfNeeded() {
+    if (begun) return;
+    begun = true;
+    // The prompt's counts come with message_delta: nothing is known of them yet.
+    ordered message = {{"id", ctx.id},
+                       {"type", "message"},
+                       {"role", "assistant"},
+                       {"model", ctx.model},
+                       {"content", ordered::array()},
+                       {"stop_reason", nullptr},
+                       {"stop_sequence", nullptr},
+                       {"stop_details", nullptr},
+                       {"usage", UsageJson({})}};
+    Emit("message_start", {{"message", std::move(message)}});
+  }
+
+  void Open(Kind kind, ordered content_block) {
+    CloseOpen();
+    blocks.push_back({kind, ""});
+    open = blocks.size() - 1;
+    Emit("content_block_start", {{"index", open}, {"content_block", std::move(content_block)}});
+  }
+
+  void CloseOpen() {
+    if (open == kNone) return;
+    // Anthropic closes a thinking block with its signature; llmd signs nothing.
+    if (blocks[open].kind == Kind::kThinking) {
+      Emit("content_block_delta", {{"index", open}, {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+    }
+    Emit("content_block_stop", {{"index", open}});
+    open = kNone;
+  }
+
+  void AppendText(Kind kind, const std::string& text) {
+    if (text.empty()) return;
+    const bool thinking = kind == Kind::kThinking;
+    if (open == kNone || blocks[open].kind != kind) Open(kind, thinking ? ThinkingBlock("") : TextBlockJson(""));
+    blocks[open].text += text;
+    if (thinking && ctx.omit_thinking) return;
+    ordered delta = thinking ? ordered{{"type", "thinking_delta"}, {"thinking", text}}
+                             : ordered{{"type", "text_delta"}, {"text", text}};
+    Emit("content_block_delta", {{"index", open}, {"delta", std::move(delta)}});
+  }
+
+  bool CallKnown(size_t index) const { return index < call_blocks.size() && call_blocks[index] != kNone; }
+
+  void OpenCall(size_t index, const std::string& id, const std::string& name) {
+    Open(Kind::kToolUse, ToolUseBlock(CallId(ctx, {id, name, ""}, index), name, ordered::object()));
+    if (call_blocks.size() <= index) call_blocks.resize(index + 1, kNone);
+    call_blocks[index] = open;
+  }
+
+  // Arguments for a call whose block is closed already stay out of the stream.
+  void AppendArguments(size_t index, const std::string& arguments) {
+    if (arguments.empty() || !CallKnown(index)) return;
+    const size_t block = call_blocks[index];
+    if (block != open) return;
+    blocks[block].text += arguments;
+    Emit("content_block_delta",
+         {{"index", block}, {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
+  }
+
+  std::string Streamed(Kind kind) const {
+    std::string text;
+    for (const Block& b : blocks) {
+      if (b.kind == kind) text += b.text;
+    }
+    return text;
+  }
+
+  std::vector<SseEvent> Take() { return std::exchange(out, {}); }
+};
+
+AnthropicStream::AnthropicStream(MessageContext ctx) : state_(std::make_unique<State>()) {
+  state_->ctx = std::move(ctx);
+}
+AnthropicStream::AnthropicStream(AnthropicStream&&) noexcept = default;
+AnthropicStream& AnthropicStream::operator=(AnthropicStream&&) noexcept = default;
+AnthropicStream::~AnthropicStream() = default;
+
+std::vector<SseEvent> AnthropicStream::Begin() {
+  if (state_->finished) return {};
+  state_->BeginIfNeeded();
+  return state_->Take();
+}
+
+std::vector<SseEvent> AnthropicStream::Next(const ReplyDelta& delta) {
+  State& s = *state_;
+  if (s.finished) return {};
+  s.BeginIfNeeded();
+  s.AppendText(State::Kind::kThinking, delta.reasoning_content);
+  s.AppendText(State::Kind::kText, delta.content);
+  for (const ToolCallDelta& call : delta.tool_calls) {
+    if (!s.CallKnown(call.index)) s.OpenCall(call.index, call.id, call.name);
+    s.AppendArguments(call.index, call.arguments);
+  }
+  return s.Take();
+}
+
+std::vector<SseEvent> AnthropicStream::Finish(const engine::ParsedReply& reply, const MessageEnd& end) {
+  using Kind = State::Kind;
+  State& s = *state_;
+  if (s.finished) return {};
+  s.BeginIfNeeded();
+  // Text the partial parses held back.
+  s.AppendText(Kind::kThinking, Extension(s.Streamed(Kind::kThinking), reply.reasoning_content));
+  s.AppendText(Kind::kText, Extension(s.Streamed(Kind::kText), reply.content));
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+    const chat::ToolCall& call = reply.tool_calls[i];
+    if (!s.CallKnown(i)) s.OpenCall(i, call.id, call.name);
+    s.AppendArguments(i, Extension(s.blocks[s.call_blocks[i]].text, call.arguments));
+  }
+  s.CloseOpen();
+  s.finished = true;
+  s.Emit("message_delta", {{"delta", {{"stop_reason", end.stop_reason},
+                                      {"stop_sequence", StopSequence(end)},
+                                      {"stop_details", StopDetails(end)}}},
+                           {"usage", UsageJson(end.stats)}});
+  s.Emit("message_stop", ordered::object());
+  return s.Take();
+}
+
+std::vector<SseEvent> AnthropicStream::Fail(const ApiError& error) {
+  State& s = *state_;
+  if (s.finished) return {};
+  s.finished = true;
+  return {{"error", ErrorBody(error, ErrorShape::kAnthropic)}};
+}
+
+}  // namespace llmd::http
