@@ -6,56 +6,12 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "http/json_fields.h"
+
 namespace llmd::http {
 namespace {
 
 using nlohmann::json;
-
-Status TypeError(const std::string& field, const char* want) {
-  return InvalidArgumentError("'" + field + "' must be " + want);
-}
-
-// The field's value, or nullptr when absent or null.
-const json* Field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-Status ReadBool(const json& obj, const char* key, bool* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return TypeError(key, "true or false");
-  *out = v->get<bool>();
-  return Status::Ok();
-}
-
-Status ReadNumber(const json& obj, const char* key, double lo, double hi, std::optional<float>* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_number()) return TypeError(key, "a number");
-  const double d = v->get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi) {
-    return InvalidArgumentError("'" + std::string(key) + "' must be in " + json(lo).dump() + ".." + json(hi).dump());
-  }
-  *out = static_cast<float>(d);
-  return Status::Ok();
-}
-
-Status ReadInteger(const json& obj, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_number_integer()) return TypeError(key, "an integer");
-  if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi) : false) {
-    return InvalidArgumentError("'" + std::string(key) + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  const int64_t i = v->get<int64_t>();
-  if (i < lo || i > hi) {
-    return InvalidArgumentError("'" + std::string(key) + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  *out = i;
-  return Status::Ok();
-}
 
 // Refuses a parameter llmd cannot honour when it asks for more than the default.
 Status Unsupported(const json& obj, const char* key, const json& harmless) {
@@ -137,13 +93,6 @@ Status ReadLogitBias(const json& body, GenerationRequest* r) {
     r->logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
   }
   return Status::Ok();
-}
-
-Result<json> ParseObject(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("the request body is not valid JSON");
-  if (!j.is_object()) return InvalidArgumentError("the request body must be a JSON object");
-  return j;
 }
 
 // A message's content: a string, or an array of {"type":"text","text":...} parts.
