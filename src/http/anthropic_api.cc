@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "http/json_fields.h"
 #include "http/json_reply.h"
 
 namespace llmd::http {
@@ -17,43 +18,13 @@ using nlohmann::json;
 using ordered = nlohmann::ordered_json;
 
 // ---------------------------------------------------------------------------------------
-// Reading the request (the helpers mirror responses_api.cc's, whose are file-local).
-
-Status TypeError(const std::string& field, const char* want) {
-  return InvalidArgumentError("'" + field + "' must be " + want);
-}
+// Reading the request (the field readers are json_fields.h).
 
 std::string Quoted(const std::string& field) { return "'" + field + "'"; }
 
-// The field's value, or nullptr when absent or null.
-const json* Field(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-Status ReadBool(const json& obj, const char* key, const std::string& field, std::optional<bool>* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_boolean()) return TypeError(field, "true or false");
-  *out = v->get<bool>();
-  return Status::Ok();
-}
-
-Status ReadNumber(const json& obj, const char* key, double lo, double hi, std::optional<float>* out) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (!v->is_number()) return TypeError(key, "a number");
-  const double d = v->get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi) {
-    return InvalidArgumentError(Quoted(key) + " must be in " + json(lo).dump() + ".." + json(hi).dump());
-  }
-  *out = static_cast<float>(d);
-  return Status::Ok();
-}
-
-Status ReadInteger(const json& obj, const char* key, const std::string& field, int64_t lo, int64_t hi,
-                   std::optional<int64_t>* out) {
+// A whole number in lo..hi, named `field` in errors (for fields inside objects).
+Status ReadCount(const json& obj, const char* key, const std::string& field, int64_t lo, int64_t hi,
+                 std::optional<int64_t>* out) {
   const json* v = Field(obj, key);
   if (v == nullptr) return Status::Ok();
   if (!v->is_number_integer()) return TypeError(field, "an integer");
@@ -63,37 +34,6 @@ Status ReadInteger(const json& obj, const char* key, const std::string& field, i
   }
   *out = v->get<int64_t>();
   return Status::Ok();
-}
-
-// A string field that must be present and not empty.
-Result<std::string> RequiredString(const json& obj, const char* key, const std::string& field) {
-  const json* v = Field(obj, key);
-  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().empty()) {
-    return TypeError(field, "a non-empty string");
-  }
-  return v->get<std::string>();
-}
-
-// A string field that may be absent; `allowed` lists its accepted values (empty: any).
-Result<std::optional<std::string>> OptionalString(const json& obj, const char* key, const std::string& field,
-                                                  std::initializer_list<const char*> allowed = {}) {
-  const json* v = Field(obj, key);
-  if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return TypeError(field, "a string");
-  std::string s = v->get<std::string>();
-  if (allowed.size() != 0 && std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; })) {
-    std::string list;
-    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    return InvalidArgumentError(Quoted(field) + " must be one of " + list + " (got '" + s + "')");
-  }
-  return std::optional<std::string>(std::move(s));
-}
-
-Result<json> ParseObject(std::string_view body) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("the request body is not valid JSON");
-  if (!j.is_object()) return InvalidArgumentError("the request body must be a JSON object");
-  return j;
 }
 
 // cache_control, on the request or on a block: llmd caches every prompt's prefix by itself,
@@ -119,7 +59,8 @@ Result<std::string> BlockType(const json& block, const std::string& where) {
 // Blocks llmd cannot take: media, and the blocks of server tools it does not have.
 Status RefuseBlock(const std::string& type, const std::string& where) {
   if (type == "image" || type == "document" || type == "search_result") {
-    return InvalidArgumentError(Quoted(where) + " is a " + type + " block: llmd serves text only");
+    return InvalidArgumentError(Quoted(where) + (type == "image" ? " is an " : " is a ") + type +
+                                " block: llmd serves text only");
   }
   return InvalidArgumentError(Quoted(where + ".type") + " '" + type +
                               "' is not supported by llmd (text, tool_use, tool_result, thinking and "
@@ -238,8 +179,8 @@ class ConversationBuilder {
   }
 
   Status ToolUse(const json& block, const std::string& where) {
-    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "id", where + ".id"));
-    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(block, "name", where + ".name"));
+    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "id", where));
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(block, "name", where));
     const json* input = Field(block, "input");
     if (input == nullptr || !input->is_object()) return TypeError(where + ".input", "an object");
     if (const json* caller = Field(block, "caller")) {
@@ -259,7 +200,7 @@ class ConversationBuilder {
   }
 
   Status ToolResult(const json& block, const std::string& where) {
-    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "tool_use_id", where + ".tool_use_id"));
+    LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "tool_use_id", where));
     if (calls_.count(id) == 0) {
       return InvalidArgumentError(Quoted(where + ".tool_use_id") + " '" + id + "' answers no tool_use block before it");
     }
@@ -271,7 +212,7 @@ class ConversationBuilder {
       LLMD_ASSIGN_OR_RETURN(text, TextOnly(*content, where + ".content"));
     }
     std::optional<bool> is_error;
-    LLMD_RETURN_IF_ERROR(ReadBool(block, "is_error", where + ".is_error", &is_error));
+    LLMD_RETURN_IF_ERROR(ReadBool(block, "is_error", &is_error, where + ".is_error"));
     LLMD_RETURN_IF_ERROR(CheckCacheControl(block, where));
     // Chat templates have no error flag: the model reads it in the result.
     if (is_error.value_or(false)) text = "Error: " + text;
@@ -302,21 +243,24 @@ Status ReadConversation(const json& j, AnthropicRequest* r) {
 }
 
 Status ReadSampling(const json& j, AnthropicBody kind, AnthropicRequest* r) {
-  LLMD_ASSIGN_OR_RETURN(std::string model, RequiredString(j, "model", "model"));
-  r->model = std::move(model);
+  const json* model = Field(j, "model");
+  if (model == nullptr || !model->is_string() || model->get_ref<const std::string&>().empty()) {
+    return TypeError("model", "a non-empty string");
+  }
+  r->model = model->get<std::string>();
   if (kind == AnthropicBody::kCountTokens) return Status::Ok();
   std::optional<int64_t> i;
   // 0 is allowed: an empty answer with stop_reason "max_tokens".
-  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_tokens", "max_tokens", 0, UINT32_MAX, &i));
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_tokens", 0, UINT32_MAX, &i));
   if (!i) return InvalidArgumentError("'max_tokens' is required");
   r->max_tokens = static_cast<uint32_t>(*i);
   i.reset();
   LLMD_RETURN_IF_ERROR(ReadNumber(j, "temperature", 0, 1, &r->temperature));
   LLMD_RETURN_IF_ERROR(ReadNumber(j, "top_p", 0, 1, &r->top_p));
-  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_k", "top_k", 1, 1 << 20, &i));
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_k", 1, 1 << 20, &i));
   if (i) r->top_k = static_cast<int32_t>(*i);
   std::optional<bool> stream;
-  LLMD_RETURN_IF_ERROR(ReadBool(j, "stream", "stream", &stream));
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "stream", &stream, "stream"));
   r->stream = stream.value_or(false);
   if (const json* stops = Field(j, "stop_sequences")) {
     if (!stops->is_array()) return TypeError("stop_sequences", "an array of strings");
@@ -346,7 +290,7 @@ Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::
                                 "' tool, which llmd does not have (only custom tools: name, description, "
                                 "input_schema)");
   }
-  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field + ".name"));
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field));
   if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
   json function = {{"name", name}};
   if (const json* d = Field(tool, "description")) {
@@ -360,10 +304,10 @@ Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::
   // The grammar holds every call to its schema, strict or not; arguments stream as they are
   // generated, eager or not.
   std::optional<bool> flag;
-  LLMD_RETURN_IF_ERROR(ReadBool(tool, "strict", field + ".strict", &flag));
-  LLMD_RETURN_IF_ERROR(ReadBool(tool, "eager_input_streaming", field + ".eager_input_streaming", &flag));
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "strict", &flag, field + ".strict"));
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "eager_input_streaming", &flag, field + ".eager_input_streaming"));
   flag.reset();
-  LLMD_RETURN_IF_ERROR(ReadBool(tool, "defer_loading", field + ".defer_loading", &flag));
+  LLMD_RETURN_IF_ERROR(ReadBool(tool, "defer_loading", &flag, field + ".defer_loading"));
   if (flag.value_or(false)) {
     return InvalidArgumentError(Quoted(field + ".defer_loading") + " true is not supported: llmd has no tool search; "
                                 "every tool is shown to the model");
@@ -391,7 +335,7 @@ Status ReadToolChoice(const json& j, const std::set<std::string>& names, Anthrop
   if (!type) return TypeError("tool_choice.type", "auto, any, tool or none");
   std::optional<bool> disable_parallel;
   LLMD_RETURN_IF_ERROR(
-      ReadBool(*choice, "disable_parallel_tool_use", "tool_choice.disable_parallel_tool_use", &disable_parallel));
+      ReadBool(*choice, "disable_parallel_tool_use", &disable_parallel, "tool_choice.disable_parallel_tool_use"));
   f.parallel_tool_calls = !disable_parallel.value_or(false);
   if (*type == "auto") {
     f.tool_choice = engine::ToolChoice::kAuto;
@@ -401,7 +345,7 @@ Status ReadToolChoice(const json& j, const std::set<std::string>& names, Anthrop
     if (names.empty()) return InvalidArgumentError("'tool_choice' {\"type\":\"any\"} needs 'tools'");
     f.tool_choice = engine::ToolChoice::kRequired;
   } else {
-    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice.name"));
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
     if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
     f.tool_choice = engine::ToolChoice::kNamed;
     f.tool_name = std::move(name);
@@ -441,7 +385,7 @@ Status ReadThinking(const json& j, AnthropicRequest* r) {
   }
   if (*type == "enabled") {
     std::optional<int64_t> budget;
-    LLMD_RETURN_IF_ERROR(ReadInteger(*thinking, "budget_tokens", "thinking.budget_tokens", 1, UINT32_MAX, &budget));
+    LLMD_RETURN_IF_ERROR(ReadCount(*thinking, "budget_tokens", "thinking.budget_tokens", 1, UINT32_MAX, &budget));
     if (!budget) return InvalidArgumentError("'thinking.budget_tokens' is required with thinking.type \"enabled\"");
     if (r->max_tokens && static_cast<uint64_t>(*budget) >= *r->max_tokens) {
       return InvalidArgumentError("'thinking.budget_tokens' must be less than 'max_tokens'");
@@ -539,7 +483,9 @@ ordered UsageJson(const engine::GenerationStats& st) {
 
 ordered StopDetails(const MessageEnd& end) {
   if (end.stop_reason != "refusal") return nullptr;
-  return {{"type", "refusal"}, {"category", nullptr}, {"explanation", "the guard model judged the answer unsafe"}};
+  const std::string& why = end.refusal_explanation;
+  return {{"type", "refusal"}, {"category", nullptr},
+          {"explanation", why.empty() ? "the guard model judged the answer unsafe" : why}};
 }
 
 ordered StopSequence(const MessageEnd& end) {

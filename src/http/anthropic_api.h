@@ -75,6 +75,8 @@ struct MessageEnd {
   // end_turn, max_tokens, stop_sequence, tool_use, refusal or model_context_window_exceeded.
   std::string stop_reason = "end_turn";
   std::optional<std::string> stop_sequence;
+  // A refusal's stop_details.explanation (the guard's words); empty: a generic one.
+  std::string refusal_explanation;
   engine::GenerationStats stats;
 };
 

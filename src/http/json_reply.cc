@@ -16,6 +16,7 @@ const char* AnthropicType(int status) {
     case 401: return "authentication_error";
     case 403: return "permission_error";
     case 404: return "not_found_error";
+    case 405: return "invalid_request_error";
     case 413: return "request_too_large";
     case 429: return "rate_limit_error";
     case 503: return "overloaded_error";

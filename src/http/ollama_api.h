@@ -30,7 +30,9 @@
 #include "engine/types.h"
 #include "format/random_access_file.h"
 #include "http/openai_request.h"
+#include "http/reply_deltas.h"
 #include "llmd/result.h"
+#include "sched/job.h"
 
 namespace llmd::http {
 
@@ -41,7 +43,8 @@ inline constexpr const char* kOllamaVersion = "0.12.0";
 
 // What the parsers check against the running daemon.
 struct OllamaLimits {
-  int32_t context_tokens = 0;  // the loaded context (max_context_len); options.num_ctx may not exceed it; 0: unchecked
+  int32_t context_tokens =
+      0;  // the loaded context (max_context_len); options.num_ctx may not exceed it; 0: unchecked
 };
 
 // /api/chat or /api/generate, parsed.
@@ -60,7 +63,8 @@ struct OllamaGenerateRequest {
 };
 
 Result<OllamaGenerateRequest> ParseOllamaChat(std::string_view body, const OllamaLimits& limits);
-Result<OllamaGenerateRequest> ParseOllamaGenerate(std::string_view body, const OllamaLimits& limits);
+Result<OllamaGenerateRequest> ParseOllamaGenerate(std::string_view body,
+                                                  const OllamaLimits& limits);
 
 // /api/embed {model, input: string | [string], truncate, dimensions, keep_alive, options} or
 // the older /api/embeddings {model, prompt, keep_alive, options}.
@@ -82,10 +86,10 @@ Result<OllamaShowRequest> ParseOllamaShow(std::string_view body);
 // --- Model facts, from the GGUF file's header (what Ollama's show and tags report).
 
 struct GgufFacts {
-  std::string architecture;             // general.architecture
-  uint64_t parameter_count = 0;         // the tensors' elements, summed
-  std::optional<uint32_t> file_type;    // general.file_type (llama.cpp's ftype)
-  std::string chat_template;            // tokenizer.chat_template; empty: none
+  std::string architecture;           // general.architecture
+  uint64_t parameter_count = 0;       // the tensors' elements, summed
+  std::optional<uint32_t> file_type;  // general.file_type (llama.cpp's ftype)
+  std::string chat_template;          // tokenizer.chat_template; empty: none
   // Every key's value, as Ollama's model_info: scalars, strings up to 4 KiB and numeric
   // arrays up to 1024 elements; longer strings, string arrays (the vocabulary) and longer
   // arrays are null. tokenizer.chat_template is left out (it is GgufFacts::chat_template).
@@ -105,11 +109,11 @@ struct OllamaModel {
   std::string name;
   std::string modified_at;  // RFC 3339, the file's modification time
   uint64_t file_bytes = 0;
-  uint64_t memory_bytes = 0;  // what the loaded model holds, all devices (ps "size")
-  uint64_t vram_bytes = 0;    // of that, on devices other than the CPU (ps "size_vram")
-  std::string digest;         // the model's fingerprint in hex (not a sha256)
-  bool embeddings = false;    // loaded for embeddings (embedding_models)
-  int32_t context_length = 0; // the loaded context
+  uint64_t memory_bytes = 0;   // what the loaded model holds, all devices (ps "size")
+  uint64_t vram_bytes = 0;     // of that, on devices other than the CPU (ps "size_vram")
+  std::string digest;          // the model's fingerprint in hex (not a sha256)
+  bool embeddings = false;     // loaded for embeddings (embedding_models)
+  int32_t context_length = 0;  // the loaded context
   GgufFacts facts;
 };
 
@@ -163,15 +167,40 @@ std::string_view OllamaDoneReason(const engine::GenerationStats& stats, bool ref
 // for this request, KV-cache hits not counted, as Ollama counts them), eval_count /
 // eval_duration (generated tokens). Durations in nanoseconds. generate has no `context`.
 nlohmann::json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedReply& reply,
-                           const engine::GenerationStats& stats, int64_t total_ns, std::string_view done_reason,
+                           const engine::GenerationStats& stats, int64_t total_ns,
+                           std::string_view done_reason,
                            const std::vector<engine::TokenLogprob>& logprobs = {});
+
+// One reply's NDJSON lines, or its one object. A stream sends each piece of text as it comes
+// (content and thinking; a structured reply's tool calls are held back and sent whole at the
+// end, as Ollama sends each call once), then the done:true object with the numbers. Used by
+// one thread.
+class OllamaReply {
+ public:
+  explicit OllamaReply(OllamaReplyContext ctx);
+  // A streamed text event (its text, the reply's parser if any, its log-probabilities): the
+  // line to send, or none while a partial parse holds the text back. `created_at`: now.
+  std::optional<nlohmann::json> Next(const sched::JobEvent& event, const std::string& created_at);
+  // The finished reply (`refused`: the guard's refusal, its text empty). After a stream
+  // (`stream`), the lines still to send: what the last partial parse held back and the tool
+  // calls, then the done:true object; else the whole reply as one done:true object.
+  std::vector<nlohmann::json> Finish(const engine::Completion& done, bool refused, bool stream,
+                                     int64_t total_ns, const std::string& created_at);
+
+ private:
+  OllamaReplyContext ctx_;
+  ReplyDeltas deltas_;
+  std::string text_;                          // generated so far
+  std::vector<engine::TokenLogprob> unsent_;  // log-probabilities not yet on a line
+};
 
 // The answer to a load request: done:true, done_reason "load", nothing generated.
 nlohmann::json OllamaLoadReply(const OllamaReplyContext& ctx);
 
 // /api/embed: {model, embeddings, total_duration, load_duration, prompt_eval_count}.
-std::string RenderOllamaEmbed(const std::string& model, const std::vector<std::vector<float>>& vectors,
-                              int64_t total_ns, int32_t prompt_tokens);
+std::string RenderOllamaEmbed(const std::string& model,
+                              const std::vector<std::vector<float>>& vectors, int64_t total_ns,
+                              int32_t prompt_tokens);
 // /api/embeddings: {embedding} (empty for a load request).
 std::string RenderOllamaEmbeddings(const std::vector<float>& vector);
 

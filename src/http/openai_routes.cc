@@ -15,10 +15,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "http/anthropic_routes.h"
 #include "http/embeddings_api.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
 #include "http/metrics_page.h"
+#include "http/ollama_routes.h"
 #include "http/openai_errors.h"
 #include "http/openai_render.h"
 #include "http/openai_request.h"
@@ -75,11 +77,17 @@ bool ConstantTimeEquals(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
-OpenAiRoutes::OpenAiRoutes(sched::ServerState& ctx, ApiOptions options) : ctx_(ctx), options_(std::move(options)) {}
+OpenAiRoutes::OpenAiRoutes(sched::ServerState& ctx, ApiOptions options)
+    : ctx_(ctx), options_(std::move(options)), anthropic_(std::make_unique<AnthropicRoutes>(ctx_, options_)),
+      ollama_(std::make_unique<OllamaRoutes>(ctx_, options_)) {}
+
+OpenAiRoutes::~OpenAiRoutes() = default;
 
 void OpenAiRoutes::Handle(const Request& request, Responder& out) {
   const int status = Route(request, out);
-  if (request.path.starts_with("/v1/")) ctx_.requests().Count("http", OutcomeName(status));
+  if (request.path.starts_with("/v1/messages")) ctx_.requests().Count("anthropic", OutcomeName(status));
+  else if (request.path.starts_with("/api/")) ctx_.requests().Count("ollama", OutcomeName(status));
+  else if (request.path.starts_with("/v1/")) ctx_.requests().Count("http", OutcomeName(status));
 }
 
 int OpenAiRoutes::Route(const Request& req, Responder& out) {
@@ -147,6 +155,8 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
                            "rate limited, retry after " + std::to_string(wait_ms) + " ms",
                            {{"Retry-After", RetryAfterSeconds(wait_ms)}}});
   }
+  if (shape == ErrorShape::kAnthropic) return anthropic_->Handle(req, out);
+  if (shape == ErrorShape::kOllama) return ollama_->Handle(req, out);
   if (shape != ErrorShape::kOpenAi) return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + req.path, {}});
   if (tokenize || detokenize) return Tokenizer(req, out, tokenize);
   if (embeddings) return Embeddings(req, out);

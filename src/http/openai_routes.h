@@ -13,6 +13,7 @@
 #define LLMD_HTTP_OPENAI_ROUTES_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,13 @@ struct ApiOptions {
   int64_t started_unix = 0;                // "created" of the models in /v1/models
 };
 
+class AnthropicRoutes;
+class OllamaRoutes;
+
 class OpenAiRoutes {
  public:
   OpenAiRoutes(sched::ServerState& ctx, ApiOptions options);
+  ~OpenAiRoutes();
   void Handle(const Request& request, Responder& out);
 
  private:
@@ -44,6 +49,9 @@ class OpenAiRoutes {
 
   sched::ServerState& ctx_;
   const ApiOptions options_;
+  // The other APIs on the same sockets (/api/*, /v1/messages*), after the shared checks.
+  std::unique_ptr<AnthropicRoutes> anthropic_;
+  std::unique_ptr<OllamaRoutes> ollama_;
 };
 
 // Constant-time comparison (its time depends only on the length of `given`).

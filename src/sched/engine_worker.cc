@@ -558,6 +558,14 @@ void EngineWorker::Admit(Job job) {
                                  std::to_string(n_ctx) + ")")
                 .WithReason(ErrorReason::kPromptTooLong);
   }
+  if (error.ok() && job.count_only) {
+    engine::Completion counted;
+    counted.stats.prompt_tokens = static_cast<int32_t>(prompt->size());
+    job.channel->Push(JobEvent::Done(std::move(counted)));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
   std::unique_ptr<engine::Sampler> sampler;
   if (error.ok()) {
     auto s = engine_->NewSampler(job.options.sampling);

@@ -94,6 +94,9 @@ struct Job {
   std::vector<std::string> stop;    // stop strings: the text ends before the first one
   engine::GenerateOptions options;
   bool stream = false;              // send kText events as text is generated
+  // Build and count the prompt only: Done carries stats.prompt_tokens; nothing is decoded,
+  // no slot is touched and nothing is counted as a finished request.
+  bool count_only = false;
   std::shared_ptr<JobChannel> channel = std::make_shared<JobChannel>();
   int64_t submitted_ms = 0;         // set by EngineWorker::Submit from its clock
 };

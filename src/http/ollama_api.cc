@@ -1,0 +1,1137 @@
+#include "http/ollama_api.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+#include "common/utf8.h"
+#include "http/embeddings_api.h"
+#include "http/generation.h"
+#include "http/json_fields.h"
+#include "http/json_reply.h"
+
+namespace llmd::http {
+namespace {
+
+using nlohmann::json;
+
+Status ReadString(const json& obj, const char* key, std::string* out) {
+  const json* v = Field(obj, key);
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_string()) return TypeError(key, "a string");
+  *out = v->get<std::string>();
+  return Status::Ok();
+}
+
+std::string Range(double lo, double hi) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g..%g", lo, hi);
+  return buf;
+}
+
+Status NumberIn(const json& v, const std::string& field, double lo, double hi,
+                std::optional<float>* out) {
+  if (!v.is_number()) return TypeError(field, "a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return InvalidArgumentError("'" + field + "' must be in " + Range(lo, hi));
+  }
+  *out = static_cast<float>(d);
+  return Status::Ok();
+}
+
+// An integer in lo..hi (int64 range), the type and the range named in the error.
+Status IntegerIn(const json& v, const std::string& field, int64_t lo, int64_t hi, int64_t* out) {
+  if (!v.is_number_integer()) return TypeError(field, "an integer");
+  const bool too_big =
+      v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  if (too_big || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    return InvalidArgumentError("'" + field + "' must be in " + std::to_string(lo) + ".." +
+                                std::to_string(hi));
+  }
+  *out = v.get<int64_t>();
+  return Status::Ok();
+}
+
+// Model names: "NAME" or Ollama's "NAME:TAG" (the routes resolve ":latest").
+Status ReadModel(const json& body, std::optional<std::string>* model) {
+  const json* m = Field(body, "model");
+  if (m == nullptr) return Status::Ok();
+  if (!m->is_string()) return TypeError("model", "a string");
+  if (!m->get<std::string>().empty()) *model = m->get<std::string>();
+  return Status::Ok();
+}
+
+// keep_alive: a duration ("5m", "-1", "0") or a number of seconds. Accepted, not applied:
+// llmd keeps every configured model loaded until it stops.
+Status ReadKeepAlive(const json& body, bool* given) {
+  const json* v = Field(body, "keep_alive");
+  if (v == nullptr) return Status::Ok();
+  if (!v->is_string() && !v->is_number()) {
+    return TypeError("keep_alive", "a duration (\"5m\") or a number of seconds");
+  }
+  *given = true;
+  return Status::Ok();
+}
+
+// "images": only an empty list is accepted.
+Status RefuseImages(const json& obj, const std::string& field) {
+  const json* v = Field(obj, "images");
+  if (v == nullptr || (v->is_array() && v->empty())) return Status::Ok();
+  return InvalidArgumentError("'" + field +
+                              "' is not supported: llmd serves text only (no images)");
+}
+
+// --- options
+
+enum class OptionUse { kGenerate, kEmbed };
+
+// Options that only tune generation; each is honoured or accepted when it says "off".
+constexpr const char* kGenerationOptions[] = {"num_predict",
+                                              "temperature",
+                                              "top_k",
+                                              "top_p",
+                                              "seed",
+                                              "stop",
+                                              "repeat_penalty",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "mirostat",
+                                              "mirostat_tau",
+                                              "mirostat_eta",
+                                              "tfs_z",
+                                              "typical_p",
+                                              "min_p",
+                                              "repeat_last_n",
+                                              "penalize_newline",
+                                              "num_keep"};
+// Load-time switches accepted when false (what llmd does anyway).
+constexpr const char* kOffSwitches[] = {"numa",       "low_vram",  "logits_all",
+                                        "vocab_only", "use_mlock", "embedding_only"};
+// Load-time settings, with the config key that sets them.
+constexpr std::pair<const char*, const char*> kLoadTime[] = {
+    {"num_batch", "batch_tokens"},
+    {"num_gpu", "gpu_layers"},
+    {"main_gpu", "main_device"},
+    {"num_thread", "threads"},
+    {"use_mmap", "use_mmap"},
+    {"f16_kv", "kv_cache_type"},
+    {"num_gqa", "the model file"},
+    {"rope_frequency_base", "the model file"},
+    {"rope_frequency_scale", "the model file"}};
+
+template <size_t N>
+bool OneOf(const std::string& key, const char* const (&list)[N]) {
+  return std::any_of(std::begin(list), std::end(list), [&](const char* k) { return key == k; });
+}
+
+Status NotSupported(const std::string& field, const std::string& off) {
+  return InvalidArgumentError("'" + field + "' is not supported by llmd (only " + off +
+                              ", off, is accepted)");
+}
+
+Status ReadStop(const json& v, const std::string& field, std::vector<std::string>* stop) {
+  const char* want = "a string or an array of up to 4 strings";
+  if (v.is_string()) {
+    stop->push_back(v.get<std::string>());
+  } else if (v.is_array() && v.size() <= kMaxStopStrings) {
+    for (const auto& s : v) {
+      if (!s.is_string()) return TypeError(field, want);
+      stop->push_back(s.get<std::string>());
+    }
+  } else {
+    return TypeError(field, want);
+  }
+  for (const auto& s : *stop) {
+    if (s.size() > kMaxStopBytes) {
+      return InvalidArgumentError("each '" + field + "' string must be at most 256 bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadGenerationOption(const std::string& key, const json& v, const std::string& field,
+                            GenerationRequest* r) {
+  int64_t i = 0;
+  if (key == "num_predict") {  // -1 (no limit) and -2 (fill the context): up to max_new_tokens
+    LLMD_RETURN_IF_ERROR(IntegerIn(v, field, -2, UINT32_MAX, &i));
+    if (i >= 0) r->max_tokens = static_cast<uint32_t>(i);
+    return Status::Ok();
+  }
+  if (key == "temperature") return NumberIn(v, field, 0, 2, &r->temperature);
+  if (key == "top_p") return NumberIn(v, field, 0, 1, &r->top_p);
+  if (key == "repeat_penalty") return NumberIn(v, field, 1, 10, &r->repeat_penalty);
+  if (key == "presence_penalty") return NumberIn(v, field, -2, 2, &r->presence_penalty);
+  if (key == "frequency_penalty") return NumberIn(v, field, -2, 2, &r->frequency_penalty);
+  if (key == "top_k") {
+    LLMD_RETURN_IF_ERROR(IntegerIn(v, field, 1, 1 << 20, &i));
+    r->top_k = static_cast<int32_t>(i);
+    return Status::Ok();
+  }
+  if (key == "seed") {  // any 64-bit integer, folded to the sampler's 32 bits (-1: random)
+    if (!v.is_number_integer()) return TypeError(field, "an integer");
+    r->seed = static_cast<uint32_t>(v.is_number_unsigned() ? v.get<uint64_t>() : v.get<int64_t>());
+    return Status::Ok();
+  }
+  if (key == "stop") return ReadStop(v, field, &r->stop);
+  // No effect: llmd never shifts the context (num_keep) and mirostat is off (tau, eta).
+  if (key == "num_keep") return IntegerIn(v, field, -1, INT32_MAX, &i);
+  if (key == "mirostat_tau" || key == "mirostat_eta") {
+    return v.is_number() ? Status::Ok() : TypeError(field, "a number");
+  }
+  if (key == "mirostat") {
+    if (!v.is_number() || v.get<double>() != 0) return NotSupported(field, "0");
+    return Status::Ok();
+  }
+  if (key == "tfs_z" || key == "typical_p") {
+    if (!v.is_number() || v.get<double>() != 1) return NotSupported(field, "1");
+    return Status::Ok();
+  }
+  if (key == "min_p") {
+    if (!v.is_number() || v.get<double>() != 0) return NotSupported(field, "0");
+    return Status::Ok();
+  }
+  if (key == "repeat_last_n") {
+    if (!v.is_number_integer() || v.get<int64_t>() != 64) {
+      return InvalidArgumentError(
+          "'" + field + "' must be 64: llmd's penalties always look at the last 64 tokens");
+    }
+    return Status::Ok();
+  }
+  // penalize_newline
+  if (v != json(true)) {
+    return InvalidArgumentError("'" + field +
+                                "' must be true: llmd penalizes newlines like every other token");
+  }
+  return Status::Ok();
+}
+
+Status ReadOptions(const json& body, OptionUse use, const OllamaLimits& limits,
+                   GenerationRequest* r, std::optional<int64_t>* num_ctx) {
+  const json* opts = Field(body, "options");
+  if (opts == nullptr) return Status::Ok();
+  if (!opts->is_object()) return TypeError("options", "an object");
+  for (const auto& item : opts->items()) {
+    const std::string& key = item.key();
+    const json& v = item.value();
+    if (v.is_null()) continue;
+    const std::string field = "options." + key;
+    if (OneOf(key, kGenerationOptions)) {
+      if (use == OptionUse::kEmbed) {
+        return InvalidArgumentError("'" + field + "' does not apply to embeddings");
+      }
+      LLMD_RETURN_IF_ERROR(ReadGenerationOption(key, v, field, r));
+      continue;
+    }
+    if (key == "num_ctx") {
+      int64_t n = 0;
+      LLMD_RETURN_IF_ERROR(IntegerIn(v, field, 1, INT32_MAX, &n));
+      if (limits.context_tokens > 0 && n > limits.context_tokens) {
+        return InvalidArgumentError(
+            "'" + field + "' is " + std::to_string(n) + ", more than the context llmd loaded (" +
+            std::to_string(limits.context_tokens) +
+            " tokens, max_context_len in the config); contexts are sized when the model loads");
+      }
+      *num_ctx = n;
+      continue;
+    }
+    if (OneOf(key, kOffSwitches)) {
+      if (v != json(false)) {
+        return InvalidArgumentError("'" + field +
+                                    "' is not supported by llmd (only false is accepted)");
+      }
+      continue;
+    }
+    auto load = std::find_if(std::begin(kLoadTime), std::end(kLoadTime),
+                             [&](const auto& p) { return key == p.first; });
+    if (load != std::end(kLoadTime)) {
+      return InvalidArgumentError("'" + field + "' is set when llmd loads the model (" +
+                                  load->second + "), not per request");
+    }
+    return InvalidArgumentError("'" + field + "' is not an option llmd knows");
+  }
+  return Status::Ok();
+}
+
+// --- generation fields shared by chat and generate
+
+// format: "json" (any JSON object) or a JSON schema object; "" is none.
+Status ReadFormat(const json& body, GenerationRequest* r) {
+  const json* f = Field(body, "format");
+  if (f == nullptr) return Status::Ok();
+  if (f->is_string()) {
+    const std::string s = f->get<std::string>();
+    if (s.empty()) return Status::Ok();
+    if (s != "json") {
+      return InvalidArgumentError("'format' must be \"json\" or a JSON schema object (got \"" + s +
+                                  "\")");
+    }
+    r->format.json_schema = R"({"type":"object"})";
+    return Status::Ok();
+  }
+  if (!f->is_object()) return TypeError("format", "\"json\" or a JSON schema object");
+  r->format.json_schema = f->dump();
+  return Status::Ok();
+}
+
+// think: true / false, or a level ("low", "medium", "high": on; llmd has no graded effort).
+Status ReadThink(const json& body, GenerationRequest* r) {
+  const json* t = Field(body, "think");
+  if (t == nullptr) return Status::Ok();
+  if (t->is_boolean()) {
+    r->enable_thinking = t->get<bool>();
+  } else if (t->is_string() && (*t == "low" || *t == "medium" || *t == "high")) {
+    r->enable_thinking = true;
+  } else {
+    return TypeError("think", "true, false, \"low\", \"medium\" or \"high\"");
+  }
+  return Status::Ok();
+}
+
+Status ReadLogprobs(const json& body, GenerationRequest* r) {
+  bool logprobs = false;
+  LLMD_RETURN_IF_ERROR(ReadBool(body, "logprobs", &logprobs));
+  int64_t top = 0;
+  const json* t = Field(body, "top_logprobs");
+  if (t != nullptr) LLMD_RETURN_IF_ERROR(IntegerIn(*t, "top_logprobs", 0, kMaxTopLogprobs, &top));
+  if (t != nullptr && top > 0 && !logprobs) {
+    return InvalidArgumentError("'top_logprobs' needs 'logprobs': true");
+  }
+  if (logprobs) r->top_logprobs = static_cast<int32_t>(top);
+  return Status::Ok();
+}
+
+Status ReadCommon(const json& body, const OllamaLimits& limits, OllamaGenerateRequest* out) {
+  GenerationRequest& r = out->gen;
+  LLMD_RETURN_IF_ERROR(ReadModel(body, &r.model));
+  r.stream = true;  // Ollama's default
+  LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r.stream));
+  LLMD_RETURN_IF_ERROR(ReadKeepAlive(body, &out->keep_alive));
+  LLMD_RETURN_IF_ERROR(ReadLogprobs(body, &r));
+  return ReadOptions(body, OptionUse::kGenerate, limits, &r, &out->num_ctx);
+}
+
+// tools: [{type:"function", function:{name, description?, parameters?}}], kept as the
+// OpenAI-shaped JSON text the templates take ("type" added where a client left it out).
+Status ReadTools(const json& body, GenerationRequest* r) {
+  const json* tools = Field(body, "tools");
+  if (tools == nullptr) return Status::Ok();
+  if (!tools->is_array()) return TypeError("tools", "an array");
+  json list = json::array();
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& t = (*tools)[i];
+    const std::string field = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) return TypeError(field, "an object");
+    if (const json* type = Field(t, "type"); type != nullptr && *type != "function") {
+      return InvalidArgumentError(field + ".type must be \"function\"; llmd calls functions only");
+    }
+    const json* fn = Field(t, "function");
+    if (fn == nullptr || !fn->is_object()) return TypeError(field + ".function", "an object");
+    const json* name = Field(*fn, "name");
+    if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+      return TypeError(field + ".function.name", "a non-empty string");
+    }
+    if (const json* params = Field(*fn, "parameters"); params != nullptr && !params->is_object()) {
+      return TypeError(field + ".function.parameters", "a JSON schema object");
+    }
+    json one = t;
+    one["type"] = "function";
+    list.push_back(std::move(one));
+  }
+  if (!list.empty()) r->format.tools_json = list.dump();
+  return Status::Ok();
+}
+
+// An assistant message's tool_calls: [{id?, function:{name, arguments: OBJECT, index?}}].
+Status ReadToolCalls(const json& msg, const std::string& field, size_t* next_id, chat::Message* m) {
+  const json* list = Field(msg, "tool_calls");
+  if (list == nullptr) return Status::Ok();
+  if (!list->is_array()) return TypeError(field + ".tool_calls", "an array");
+  for (size_t k = 0; k < list->size(); ++k) {
+    const json& c = (*list)[k];
+    const std::string at = field + ".tool_calls[" + std::to_string(k) + "]";
+    const json* fn = c.is_object() ? Field(c, "function") : nullptr;
+    if (fn == nullptr || !fn->is_object()) return TypeError(at + ".function", "an object");
+    const json* name = Field(*fn, "name");
+    if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+      return TypeError(at + ".function.name", "a non-empty string");
+    }
+    chat::ToolCall call;
+    call.name = name->get<std::string>();
+    call.arguments = "{}";
+    if (const json* args = Field(*fn, "arguments")) {
+      if (!args->is_object()) {
+        return TypeError(at + ".function.arguments",
+                         "an object (Ollama's arguments are JSON, not text)");
+      }
+      call.arguments = args->dump();
+    }
+    if (const json* id = Field(c, "id")) {
+      if (!id->is_string()) return TypeError(at + ".id", "a string");
+      call.id = id->get<std::string>();
+    }
+    // Ollama's calls carry no ids: the conversation's own numbering links the answers.
+    if (call.id.empty()) call.id = "call_" + std::to_string((*next_id)++);
+    m->tool_calls.push_back(std::move(call));
+  }
+  return Status::Ok();
+}
+
+Status ReadMessages(const json& body, OllamaGenerateRequest* out) {
+  const json* messages = Field(body, "messages");
+  if (messages != nullptr && !messages->is_array()) return TypeError("messages", "an array");
+  if (messages == nullptr || messages->empty()) {
+    out->load_only = true;
+    return Status::Ok();
+  }
+  GenerationRequest& r = out->gen;
+  size_t next_id = 0;
+  std::vector<std::pair<std::string, std::string>>
+      unanswered;  // id, name of calls not yet answered
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return TypeError(field, "an object");
+    const json* role = Field(m, "role");
+    if (role == nullptr || !role->is_string()) return TypeError(field + ".role", "a string");
+    chat::Message msg;
+    msg.role = role->get<std::string>();
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
+        msg.role != "tool") {
+      return InvalidArgumentError(field + ".role must be system, user, assistant or tool (got '" +
+                                  msg.role + "')");
+    }
+    if (const json* c = Field(m, "content")) {
+      if (!c->is_string()) return TypeError(field + ".content", "a string");
+      msg.content = c->get<std::string>();
+    }
+    LLMD_RETURN_IF_ERROR(RefuseImages(m, field + ".images"));
+    // An earlier turn's reasoning: accepted and dropped (templates leave it out).
+    if (const json* t = Field(m, "thinking"); t != nullptr && !t->is_string()) {
+      return TypeError(field + ".thinking", "a string");
+    }
+    if (msg.role == "assistant") {
+      LLMD_RETURN_IF_ERROR(ReadToolCalls(m, field, &next_id, &msg));
+      for (const auto& call : msg.tool_calls) unanswered.emplace_back(call.id, call.name);
+    } else if (Field(m, "tool_calls") != nullptr) {
+      return InvalidArgumentError(field + ".tool_calls is only for assistant messages");
+    }
+    if (msg.role == "tool") {
+      std::string id, name;
+      for (auto [key, dst] : {std::pair{"tool_call_id", &id}, std::pair{"tool_name", &name}}) {
+        const json* v = Field(m, key);
+        if (v != nullptr && !v->is_string()) return TypeError(field + "." + key, "a string");
+        if (v != nullptr) *dst = v->get<std::string>();
+      }
+      // The call answered: by id, else the first open call of that name, else the first open one.
+      auto it = std::find_if(unanswered.begin(), unanswered.end(), [&](const auto& c) {
+        return id.empty() ? (name.empty() || c.second == name) : c.first == id;
+      });
+      if (it == unanswered.end() && id.empty() && !unanswered.empty()) it = unanswered.begin();
+      if (it != unanswered.end()) {
+        id = it->first;
+        unanswered.erase(it);
+      }
+      msg.tool_call_id = id;
+    }
+    r.messages.push_back(std::move(msg));
+  }
+  if (r.messages.back().role == "assistant") {
+    return InvalidArgumentError(
+        "the last message must not be the assistant's (llmd does not continue a reply)");
+  }
+  return Status::Ok();
+}
+
+// Refuses a generate field llmd cannot honour unless it is empty.
+Status RefuseUnlessEmpty(const json& body, const char* key, const std::string& why) {
+  const json* v = Field(body, key);
+  if (v == nullptr) return Status::Ok();
+  if ((v->is_string() && v->get<std::string>().empty()) || (v->is_array() && v->empty())) {
+    return Status::Ok();
+  }
+  return InvalidArgumentError("'" + std::string(key) + "' is not supported: " + why);
+}
+
+// A float as the shortest decimal that reads back as it (1e-06, not 9.99999997e-07); NaN and
+// infinities, which JSON cannot hold, as null.
+json SerializeFloat(float f) {
+  if (!std::isfinite(f)) return nullptr;
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+  if (ec != std::errc()) return json(f);
+  return json(std::strtod(std::string(buf, end).c_str(), nullptr));
+}
+
+}  // namespace
+
+Result<OllamaGenerateRequest> ParseOllamaChat(std::string_view body, const OllamaLimits& limits) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  OllamaGenerateRequest out;
+  out.gen.chat = true;
+  LLMD_RETURN_IF_ERROR(ReadMessages(j, &out));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, &out.gen));
+  LLMD_RETURN_IF_ERROR(ReadFormat(j, &out.gen));
+  LLMD_RETURN_IF_ERROR(ReadThink(j, &out.gen));
+  LLMD_RETURN_IF_ERROR(ReadCommon(j, limits, &out));
+  return out;
+}
+
+Result<OllamaGenerateRequest> ParseOllamaGenerate(std::string_view body,
+                                                  const OllamaLimits& limits) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  OllamaGenerateRequest out;
+  GenerationRequest& r = out.gen;
+  std::string prompt, system;
+  LLMD_RETURN_IF_ERROR(ReadString(j, "prompt", &prompt));
+  LLMD_RETURN_IF_ERROR(ReadString(j, "system", &system));
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "raw", &out.raw));
+  LLMD_RETURN_IF_ERROR(RefuseImages(j, "images"));
+  LLMD_RETURN_IF_ERROR(RefuseUnlessEmpty(j, "suffix", "llmd does not fill in the middle"));
+  LLMD_RETURN_IF_ERROR(RefuseUnlessEmpty(j, "template",
+                                         "llmd applies the model's own chat template (send "
+                                         "raw:true with a prompt already templated)"));
+  LLMD_RETURN_IF_ERROR(RefuseUnlessEmpty(
+      j, "context",
+      "llmd keeps no context between requests; send the whole conversation to /api/chat"));
+  for (const char* image_field : {"width", "height", "steps"}) {
+    if (Field(j, image_field) != nullptr) {
+      return InvalidArgumentError("'" + std::string(image_field) +
+                                  "' is for image generation, which llmd does not do");
+    }
+  }
+  LLMD_RETURN_IF_ERROR(ReadFormat(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadThink(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadCommon(j, limits, &out));
+  if (out.raw) {
+    // No template: nothing to put a system prompt, a schema or a thinking switch into.
+    if (!system.empty()) {
+      return InvalidArgumentError(
+          "'system' cannot be combined with raw:true (no template is applied)");
+    }
+    if (!r.format.json_schema.empty()) {
+      return InvalidArgumentError(
+          "'format' cannot be combined with raw:true (it needs the chat template)");
+    }
+    if (r.enable_thinking) {
+      return InvalidArgumentError(
+          "'think' cannot be combined with raw:true (it needs the chat template)");
+    }
+    r.enable_thinking.reset();
+  }
+  out.load_only = prompt.empty();
+  if (out.raw) {
+    r.chat = false;
+    r.prompt = std::move(prompt);
+  } else {
+    r.chat = true;
+    if (!system.empty()) r.messages.push_back({"system", std::move(system)});
+    r.messages.push_back({"user", std::move(prompt)});
+  }
+  return out;
+}
+
+namespace {
+
+Status ReadEmbedCommon(const json& j, const OllamaLimits& limits, OllamaEmbedRequest* r) {
+  LLMD_RETURN_IF_ERROR(ReadModel(j, &r->model));
+  bool keep_alive = false;
+  LLMD_RETURN_IF_ERROR(ReadKeepAlive(j, &keep_alive));
+  GenerationRequest unused;
+  std::optional<int64_t> num_ctx;
+  return ReadOptions(j, OptionUse::kEmbed, limits, &unused, &num_ctx);
+}
+
+Status CheckEmbedInputs(const std::vector<std::string>& inputs, const char* field) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string at = inputs.size() == 1 ? std::string(field)
+                                              : std::string(field) + "[" + std::to_string(i) + "]";
+    if (inputs[i].empty()) return InvalidArgumentError("'" + at + "' is empty");
+    if (!IsValidUtf8(inputs[i])) return InvalidArgumentError("'" + at + "' is not valid UTF-8");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<OllamaEmbedRequest> ParseOllamaEmbed(std::string_view body, const OllamaLimits& limits) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  OllamaEmbedRequest r;
+  if (const json* input = Field(j, "input")) {
+    if (input->is_string()) {
+      if (!input->get<std::string>().empty()) r.inputs.push_back(input->get<std::string>());
+    } else if (input->is_array() && input->size() <= kMaxEmbeddingInputs) {
+      for (const json& item : *input) {
+        if (!item.is_string()) return TypeError("input", "a string or an array of strings");
+        r.inputs.push_back(item.get<std::string>());
+      }
+    } else {
+      return TypeError("input", "a string or an array of up to 256 strings");
+    }
+  }
+  LLMD_RETURN_IF_ERROR(CheckEmbedInputs(r.inputs, "input"));
+  // truncate (default true): accepted, not applied; an input longer than the context is refused.
+  bool truncate = true;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "truncate", &truncate));
+  if (const json* d = Field(j, "dimensions")) {
+    int64_t dims = 0;
+    LLMD_RETURN_IF_ERROR(IntegerIn(*d, "dimensions", 1, INT32_MAX, &dims));
+    r.dimensions = dims;
+  }
+  LLMD_RETURN_IF_ERROR(ReadEmbedCommon(j, limits, &r));
+  return r;
+}
+
+Result<OllamaEmbedRequest> ParseOllamaEmbeddings(std::string_view body,
+                                                 const OllamaLimits& limits) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  OllamaEmbedRequest r;
+  std::string prompt;
+  LLMD_RETURN_IF_ERROR(ReadString(j, "prompt", &prompt));
+  if (!prompt.empty()) r.inputs.push_back(std::move(prompt));
+  LLMD_RETURN_IF_ERROR(CheckEmbedInputs(r.inputs, "prompt"));
+  LLMD_RETURN_IF_ERROR(ReadEmbedCommon(j, limits, &r));
+  return r;
+}
+
+Result<OllamaShowRequest> ParseOllamaShow(std::string_view body) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  OllamaShowRequest r;
+  LLMD_RETURN_IF_ERROR(ReadString(j, "model", &r.model));
+  if (r.model.empty()) LLMD_RETURN_IF_ERROR(ReadString(j, "name", &r.model));  // the older field
+  if (r.model.empty()) return InvalidArgumentError("'model' is required");
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "verbose", &r.verbose));
+  return r;
+}
+
+// --- GGUF facts
+
+namespace {
+
+constexpr uint64_t kMaxKeyBytes = 64 * 1024;
+constexpr uint64_t kMaxInfoStringBytes = 4096;
+constexpr uint64_t kMaxTemplateBytes = 1 << 20;
+constexpr uint64_t kMaxInfoArray = 1024;
+enum GgufType : uint32_t {
+  kU8 = 0,
+  kI8,
+  kU16,
+  kI16,
+  kU32,
+  kI32,
+  kF32,
+  kBool,
+  kString,
+  kArray,
+  kU64,
+  kI64,
+  kF64,
+  kTypeCount
+};
+
+uint64_t ScalarBytes(uint32_t type) {
+  static constexpr uint64_t kSizes[kTypeCount] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+  return type < kTypeCount ? kSizes[type] : 0;
+}
+
+// Sequential little-endian reads through a 1 MiB window, every one checked against the size.
+class GgufReader {
+ public:
+  explicit GgufReader(const format::RandomAccessFile& file) : file_(file) {}
+
+  uint64_t remaining() const { return file_.size() - pos_; }
+
+  Status Bytes(uint64_t n, char* dst) {
+    if (n > remaining()) return Truncated();
+    while (n > 0) {
+      if (pos_ < start_ || pos_ >= start_ + buf_.size()) {
+        buf_.resize(static_cast<size_t>(std::min<uint64_t>(kWindow, remaining())));
+        start_ = pos_;
+        LLMD_RETURN_IF_ERROR(file_.Read(pos_, buf_.size(), buf_.data()));
+      }
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, start_ + buf_.size() - pos_));
+      std::memcpy(dst, buf_.data() + (pos_ - start_), take);
+      dst += take;
+      pos_ += take;
+      n -= take;
+    }
+    return Status::Ok();
+  }
+  Status Skip(uint64_t n) {
+    if (n > remaining()) return Truncated();
+    pos_ += n;
+    return Status::Ok();
+  }
+  Status U64(uint64_t* v) { return Le(v, 8); }
+  Status U32(uint32_t* v) {
+    uint64_t wide = 0;
+    LLMD_RETURN_IF_ERROR(Le(&wide, 4));
+    *v = static_cast<uint32_t>(wide);
+    return Status::Ok();
+  }
+  Status Le(uint64_t* v, int n) {
+    unsigned char raw[8];
+    LLMD_RETURN_IF_ERROR(Bytes(n, reinterpret_cast<char*>(raw)));
+    *v = 0;
+    for (int i = n - 1; i >= 0; --i) *v = (*v << 8) | raw[i];
+    return Status::Ok();
+  }
+  // A gguf_string; one longer than `limit` is skipped and *out left empty (`*skipped` set).
+  Status String(std::string* out, uint64_t limit, bool* skipped = nullptr) {
+    uint64_t len = 0;
+    LLMD_RETURN_IF_ERROR(U64(&len));
+    if (len > remaining()) {
+      return CorruptionError("GGUF string length " + std::to_string(len) +
+                             " runs past the end of the file");
+    }
+    out->clear();
+    if (len > limit) {
+      if (skipped == nullptr) {
+        return CorruptionError("GGUF string of " + std::to_string(len) +
+                               " bytes where a key was expected");
+      }
+      *skipped = true;
+      return Skip(len);
+    }
+    out->resize(static_cast<size_t>(len));
+    return Bytes(len, out->data());
+  }
+
+ private:
+  static constexpr uint64_t kWindow = 1 << 20;
+  Status Truncated() const {
+    return CorruptionError("GGUF file is truncated at offset " + std::to_string(pos_));
+  }
+  const format::RandomAccessFile& file_;
+  uint64_t pos_ = 0;
+  std::vector<char> buf_;
+  uint64_t start_ = 0;
+};
+
+// One scalar of `type` as JSON.
+Result<json> Scalar(GgufReader& r, uint32_t type) {
+  uint64_t raw = 0;
+  LLMD_RETURN_IF_ERROR(r.Le(&raw, static_cast<int>(ScalarBytes(type))));
+  switch (type) {
+    case kU8:
+    case kU16:
+    case kU32:
+    case kU64:
+      return json(raw);
+    case kI8:
+      return json(static_cast<int8_t>(raw));
+    case kI16:
+      return json(static_cast<int16_t>(raw));
+    case kI32:
+      return json(static_cast<int32_t>(raw));
+    case kI64:
+      return json(static_cast<int64_t>(raw));
+    case kF32:
+      return SerializeFloat(std::bit_cast<float>(static_cast<uint32_t>(raw)));
+    case kF64: {
+      const double d = std::bit_cast<double>(raw);
+      return std::isfinite(d) ? json(d) : json(nullptr);
+    }
+    case kBool:
+      return json(raw != 0);
+    default:
+      return CorruptionError("GGUF value type " + std::to_string(type) + " is unknown");
+  }
+}
+
+// A value of `type` (after its type), as model_info shows it.
+Result<json> Value(GgufReader& r, uint32_t type, uint64_t string_limit,
+                   std::string* text = nullptr) {
+  if (type == kString) {
+    std::string s;
+    bool skipped = false;
+    LLMD_RETURN_IF_ERROR(r.String(&s, string_limit, &skipped));
+    if (skipped) return json(nullptr);
+    if (text != nullptr) {
+      *text = std::move(s);
+      return json(nullptr);
+    }
+    return json(std::move(s));
+  }
+  if (type != kArray) {
+    if (ScalarBytes(type) == 0) {
+      return CorruptionError("GGUF value type " + std::to_string(type) + " is unknown");
+    }
+    return Scalar(r, type);
+  }
+  uint32_t elem = 0;
+  uint64_t count = 0;
+  LLMD_RETURN_IF_ERROR(r.U32(&elem));
+  LLMD_RETURN_IF_ERROR(r.U64(&count));
+  if (elem == kString) {
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t len = 0;
+      LLMD_RETURN_IF_ERROR(r.U64(&len));
+      LLMD_RETURN_IF_ERROR(r.Skip(len));
+    }
+    return json(nullptr);
+  }
+  const uint64_t size = ScalarBytes(elem);
+  if (size == 0) {
+    return CorruptionError("GGUF array element type " + std::to_string(elem) + " is not a scalar");
+  }
+  if (count > r.remaining() / size) {
+    return CorruptionError("GGUF array of " + std::to_string(count) +
+                           " runs past the end of the file");
+  }
+  if (count > kMaxInfoArray) {
+    LLMD_RETURN_IF_ERROR(r.Skip(count * size));
+    return json(nullptr);
+  }
+  json list = json::array();
+  for (uint64_t i = 0; i < count; ++i) {
+    LLMD_ASSIGN_OR_RETURN(json v, Scalar(r, elem));
+    list.push_back(std::move(v));
+  }
+  return list;
+}
+
+}  // namespace
+
+Result<GgufFacts> ReadGgufFacts(const format::RandomAccessFile& file) {
+  GgufReader r(file);
+  char magic[4];
+  LLMD_RETURN_IF_ERROR(r.Bytes(4, magic));
+  if (std::memcmp(magic, "GGUF", 4) != 0) return CorruptionError("not a GGUF file");
+  uint32_t version = 0;
+  uint64_t n_tensors = 0, n_kv = 0;
+  LLMD_RETURN_IF_ERROR(r.U32(&version));
+  if (version < 2) {
+    return CorruptionError("GGUF version " + std::to_string(version) + " is not supported");
+  }
+  LLMD_RETURN_IF_ERROR(r.U64(&n_tensors));
+  LLMD_RETURN_IF_ERROR(r.U64(&n_kv));
+  GgufFacts facts;
+  for (uint64_t i = 0; i < n_kv; ++i) {
+    std::string key;
+    LLMD_RETURN_IF_ERROR(r.String(&key, kMaxKeyBytes));
+    uint32_t type = 0;
+    LLMD_RETURN_IF_ERROR(r.U32(&type));
+    if (key == "tokenizer.chat_template" && type == kString) {
+      LLMD_ASSIGN_OR_RETURN(json unused, Value(r, type, kMaxTemplateBytes, &facts.chat_template));
+      continue;
+    }
+    LLMD_ASSIGN_OR_RETURN(json v, Value(r, type, kMaxInfoStringBytes));
+    if (key == "general.architecture" && v.is_string()) facts.architecture = v.get<std::string>();
+    if (key == "general.file_type" && v.is_number_unsigned() && v.get<uint64_t>() <= UINT32_MAX) {
+      facts.file_type = static_cast<uint32_t>(v.get<uint64_t>());
+    }
+    facts.model_info[key] = std::move(v);
+  }
+  for (uint64_t i = 0; i < n_tensors; ++i) {
+    std::string name;
+    LLMD_RETURN_IF_ERROR(r.String(&name, kMaxKeyBytes));
+    uint32_t n_dims = 0;
+    LLMD_RETURN_IF_ERROR(r.U32(&n_dims));
+    if (n_dims == 0 || n_dims > 4) {
+      return CorruptionError("GGUF tensor '" + name + "' has " + std::to_string(n_dims) +
+                             " dimensions");
+    }
+    uint64_t elements = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+      uint64_t ne = 0;
+      LLMD_RETURN_IF_ERROR(r.U64(&ne));
+      elements = (ne != 0 && elements > UINT64_MAX / ne) ? UINT64_MAX : elements * ne;
+    }
+    LLMD_RETURN_IF_ERROR(r.Skip(4 + 8));  // type, offset
+    facts.parameter_count = elements > UINT64_MAX - facts.parameter_count
+                                ? UINT64_MAX
+                                : facts.parameter_count + elements;
+  }
+  if (!facts.model_info.contains("general.parameter_count")) {
+    facts.model_info["general.parameter_count"] = facts.parameter_count;
+  }
+  return facts;
+}
+
+std::string FileTypeName(std::optional<uint32_t> file_type) {
+  static constexpr std::pair<uint32_t, const char*> kNames[] = {
+      {0, "F32"},      {1, "F16"},      {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},
+      {8, "Q5_0"},     {9, "Q5_1"},     {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"},
+      {13, "Q3_K_L"},  {14, "Q4_K_S"},  {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"},
+      {18, "Q6_K"},    {19, "IQ2_XXS"}, {20, "IQ2_XS"}, {21, "Q2_K_S"}, {22, "IQ3_XS"},
+      {23, "IQ3_XXS"}, {24, "IQ1_S"},   {25, "IQ4_NL"}, {26, "IQ3_S"},  {27, "IQ3_M"},
+      {28, "IQ2_S"},   {29, "IQ2_M"},   {30, "IQ4_XS"}, {31, "IQ1_M"},  {32, "BF16"},
+      {36, "TQ1_0"},   {37, "TQ2_0"},   {38, "MXFP4"},  {39, "NVFP4"},  {40, "Q1_0"},
+      {41, "Q2_0"}};
+  if (!file_type) return "unknown";
+  for (const auto& [id, name] : kNames) {
+    if (id == *file_type) return name;
+  }
+  return "unknown";
+}
+
+std::string ParameterSize(uint64_t n) {
+  char buf[32];
+  const double d = static_cast<double>(n);
+  auto whole = [](double x) { return x == std::floor(x); };
+  if (n >= 1000000000ull) {
+    std::snprintf(buf, sizeof buf, whole(d / 1e9) ? "%.0fB" : "%.1fB", d / 1e9);
+  } else if (n >= 1000000ull) {
+    std::snprintf(buf, sizeof buf, whole(d / 1e6) ? "%.0fM" : "%.2fM", d / 1e6);
+  } else if (n >= 1000ull) {
+    std::snprintf(buf, sizeof buf, "%.0fK", d / 1e3);
+  } else {
+    return std::to_string(n);
+  }
+  return buf;
+}
+
+json OllamaDetails(const OllamaModel& m) {
+  const std::string family = m.facts.architecture;
+  return {{"parent_model", ""},
+          {"format", "gguf"},
+          {"family", family},
+          {"families", family.empty() ? json(nullptr) : json::array({family})},
+          {"parameter_size", ParameterSize(m.facts.parameter_count)},
+          {"quantization_level", FileTypeName(m.facts.file_type)}};
+}
+
+std::vector<std::string> OllamaCapabilities(const OllamaModel& m) {
+  if (m.embeddings) return {"embedding"};
+  std::vector<std::string> caps = {"completion"};
+  const std::string& t = m.facts.chat_template;
+  if (t.find("tools") != std::string::npos) caps.push_back("tools");
+  if (t.find("<think>") != std::string::npos || t.find("enable_thinking") != std::string::npos) {
+    caps.push_back("thinking");
+  }
+  return caps;
+}
+
+json OllamaTagsEntry(const OllamaModel& m) {
+  return {{"name", m.name},       {"model", m.name},    {"modified_at", m.modified_at},
+          {"size", m.file_bytes}, {"digest", m.digest}, {"details", OllamaDetails(m)}};
+}
+
+json OllamaPsEntry(const OllamaModel& m) {
+  return {{"name", m.name},
+          {"model", m.name},
+          {"size", m.memory_bytes},
+          {"digest", m.digest},
+          {"details", OllamaDetails(m)},
+          {"expires_at", "9999-12-31T23:59:59Z"},  // never: loaded until the daemon stops
+          {"size_vram", m.vram_bytes},
+          {"context_length", m.context_length}};
+}
+
+std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c) {
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  const std::vector<std::pair<std::string, std::string>> params = {
+      {"num_ctx", std::to_string(m.context_length)},
+      {"num_predict", std::to_string(c.max_new_tokens)},
+      {"temperature", g(c.sampling.temperature)},
+      {"top_k", std::to_string(c.sampling.top_k)},
+      {"top_p", g(c.sampling.top_p)},
+      {"repeat_penalty", g(c.sampling.repeat_penalty)},
+      {"repeat_last_n", "64"}};
+  std::string parameters, modelfile = "# llmd serves " + m.name +
+                                      " from its config; it has no Modelfile.\nFROM " + m.name +
+                                      "\n";
+  if (!m.embeddings) {
+    for (const auto& [k, v] : params) {
+      char line[96];
+      std::snprintf(line, sizeof line, "%-30s %s", k.c_str(), v.c_str());
+      parameters += (parameters.empty() ? "" : "\n") + std::string(line);
+      modelfile += "PARAMETER " + k + " " + v + "\n";
+    }
+  }
+  json info = m.facts.model_info;
+  if (!m.facts.architecture.empty() && m.context_length > 0) {
+    info[m.facts.architecture + ".context_length"] = m.context_length;
+  }
+  json body = {{"license", ""},
+               {"modelfile", modelfile},
+               {"parameters", parameters},
+               {"template", m.facts.chat_template},
+               {"details", OllamaDetails(m)},
+               {"model_info", std::move(info)},
+               {"capabilities", OllamaCapabilities(m)},
+               {"modified_at", m.modified_at}};
+  return Dump(body);
+}
+
+std::string Rfc3339Nanos(std::chrono::system_clock::time_point t) {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  int64_t secs = ns / 1000000000, frac = ns % 1000000000;
+  if (frac < 0) {
+    frac += 1000000000;
+    secs -= 1;
+  }
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%09lldZ", static_cast<long long>(frac));
+  return buf;
+}
+
+json OllamaToolCalls(const std::vector<chat::ToolCall>& calls) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json args = json::parse(calls[i].arguments, nullptr, /*allow_exceptions=*/false);
+    if (args.is_discarded() || !args.is_object()) args = json::object();
+    json call = {
+        {"function", {{"index", i}, {"name", calls[i].name}, {"arguments", std::move(args)}}}};
+    if (!calls[i].id.empty()) call["id"] = calls[i].id;
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
+json OllamaLogprobs(const std::vector<engine::TokenLogprob>& tokens) {
+  auto one = [](const std::string& text, float logprob) {
+    json bytes = json::array();
+    for (unsigned char ch : text) bytes.push_back(ch);
+    return json{{"token", text}, {"logprob", SerializeFloat(logprob)}, {"bytes", std::move(bytes)}};
+  };
+  json list = json::array();
+  for (const auto& t : tokens) {
+    json entry = one(t.text, t.logprob);
+    json top = json::array();
+    for (const auto& [text, lp] : t.top) top.push_back(one(text, lp));
+    entry["top_logprobs"] = std::move(top);
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+namespace {
+
+// The reply's fields: chat's message object, or generate's top-level response/thinking.
+void PutReply(const OllamaReplyContext& ctx, const engine::ParsedReply& reply, json* j) {
+  if (ctx.chat) {
+    json message = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.reasoning_content.empty()) message["thinking"] = reply.reasoning_content;
+    if (!reply.tool_calls.empty()) message["tool_calls"] = OllamaToolCalls(reply.tool_calls);
+    (*j)["message"] = std::move(message);
+  } else {
+    (*j)["response"] = reply.content;
+    if (!reply.reasoning_content.empty()) (*j)["thinking"] = reply.reasoning_content;
+  }
+}
+
+int64_t Nanos(double ms) { return static_cast<int64_t>(std::llround(ms * 1e6)); }
+
+}  // namespace
+
+json OllamaChunk(const OllamaReplyContext& ctx, const engine::ParsedReply& piece,
+                 const std::vector<engine::TokenLogprob>& logprobs) {
+  json j = {{"model", ctx.model}, {"created_at", ctx.created_at}, {"done", false}};
+  PutReply(ctx, piece, &j);
+  if (!logprobs.empty()) j["logprobs"] = OllamaLogprobs(logprobs);
+  return j;
+}
+
+std::string_view OllamaDoneReason(const engine::GenerationStats& stats, bool refused) {
+  if (refused) return "content_filter";
+  return stats.finish_reason == engine::FinishReason::kLength ? "length" : "stop";
+}
+
+json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedReply& reply,
+                 const engine::GenerationStats& st, int64_t total_ns, std::string_view done_reason,
+                 const std::vector<engine::TokenLogprob>& logprobs) {
+  json j = {{"model", ctx.model},
+            {"created_at", ctx.created_at},
+            {"done", true},
+            {"done_reason", std::string(done_reason)},
+            {"total_duration", total_ns},
+            {"load_duration", 0},
+            {"prompt_eval_count", std::max(0, st.prompt_tokens - st.cached_tokens)},
+            {"prompt_eval_duration", Nanos(st.prefill_ms)},
+            {"eval_count", st.generated_tokens},
+            {"eval_duration", Nanos(st.decode_ms)}};
+  PutReply(ctx, reply, &j);
+  if (!logprobs.empty()) j["logprobs"] = OllamaLogprobs(logprobs);
+  return j;
+}
+
+OllamaReply::OllamaReply(OllamaReplyContext ctx)
+    : ctx_(std::move(ctx)), deltas_([] { return NewId("call_"); }) {}
+
+std::optional<json> OllamaReply::Next(const sched::JobEvent& ev, const std::string& created_at) {
+  text_ += ev.text;
+  unsent_.insert(unsent_.end(), ev.logprobs.begin(), ev.logprobs.end());
+  engine::ParsedReply piece;
+  if (ev.parser) {
+    ReplyDelta d = deltas_.Next(ev.parser->Parse(text_, /*partial=*/true));
+    piece.content = std::move(d.content);
+    piece.reasoning_content = std::move(d.reasoning_content);
+  } else {
+    piece.content = ev.text;
+  }
+  if (piece.content.empty() && piece.reasoning_content.empty()) {
+    return std::nullopt;  // held back for now
+  }
+  ctx_.created_at = created_at;
+  json line = OllamaChunk(ctx_, piece, unsent_);
+  unsent_.clear();
+  return line;
+}
+
+std::vector<json> OllamaReply::Finish(const engine::Completion& done, bool refused, bool stream,
+                                      int64_t total_ns, const std::string& created_at) {
+  ctx_.created_at = created_at;
+  FinalReply final_reply = ParseFinalReply(done, deltas_);
+  const std::string_view reason = OllamaDoneReason(done.stats, refused);
+  if (!stream) {
+    return {OllamaFinal(ctx_, final_reply.reply, done.stats, total_ns, reason, done.logprobs)};
+  }
+  std::vector<json> lines;
+  engine::ParsedReply rest;
+  if (done.parser) {
+    ReplyDelta d = deltas_.Next(final_reply.reply, /*final=*/true);
+    rest.content = std::move(d.content);
+    rest.reasoning_content = std::move(d.reasoning_content);
+  }
+  rest.tool_calls = std::move(final_reply.reply.tool_calls);
+  if (!rest.content.empty() || !rest.reasoning_content.empty() || !rest.tool_calls.empty()) {
+    lines.push_back(OllamaChunk(ctx_, rest, unsent_));
+    unsent_.clear();
+  }
+  lines.push_back(OllamaFinal(ctx_, engine::ParsedReply{}, done.stats, total_ns, reason, unsent_));
+  unsent_.clear();
+  return lines;
+}
+
+json OllamaLoadReply(const OllamaReplyContext& ctx) {
+  json j = {{"model", ctx.model},
+            {"created_at", ctx.created_at},
+            {"done", true},
+            {"done_reason", "load"}};
+  PutReply(ctx, engine::ParsedReply{}, &j);
+  return j;
+}
+
+std::string RenderOllamaEmbed(const std::string& model,
+                              const std::vector<std::vector<float>>& vectors, int64_t total_ns,
+                              int32_t prompt_tokens) {
+  return Dump({{"model", model},
+               {"embeddings", vectors},
+               {"total_duration", total_ns},
+               {"load_duration", 0},
+               {"prompt_eval_count", prompt_tokens}});
+}
+
+std::string RenderOllamaEmbeddings(const std::vector<float>& vector) {
+  return Dump({{"embedding", vector}});
+}
+
+}  // namespace llmd::http

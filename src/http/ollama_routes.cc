@@ -1,0 +1,296 @@
+#include "http/ollama_routes.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "common/log.h"
+#include "format/random_access_file.h"
+#include "http/generation.h"
+#include "http/json_reply.h"
+#include "http/openai_errors.h"
+#include "sched/request_runner.h"
+
+namespace llmd::http {
+namespace {
+
+using nlohmann::json;
+constexpr const char* kNdjson = "application/x-ndjson";
+
+std::string Now() { return Rfc3339Nanos(std::chrono::system_clock::now()); }
+
+int64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start)
+      .count();
+}
+
+bool IsEmbedder(const std::string& name, const config::DaemonConfig& c) {
+  return std::find(c.embedding_models.begin(), c.embedding_models.end(), name) !=
+         c.embedding_models.end();
+}
+
+// The model-management endpoints: llmd serves what its config names.
+bool IsManagement(const std::string& path) {
+  return path == "/api/pull" || path == "/api/push" || path == "/api/create" ||
+         path == "/api/copy" || path == "/api/delete" || path == "/api/blobs" ||
+         path.starts_with("/api/blobs/");
+}
+
+}  // namespace
+
+OllamaRoutes::OllamaRoutes(sched::ServerState& ctx, const ApiOptions& options)
+    : ctx_(ctx), options_(options) {}
+
+int OllamaRoutes::Handle(const Request& req, Responder& out) {
+  auto fail = [&](const ApiError& e) { return SendError(out, e, ErrorShape::kOllama); };
+  auto method = [&](const char* want) { return req.method == want; };
+  auto wrong_method = [&](const char* allow) {
+    return fail({405,
+                 "invalid_request_error",
+                 "method_not_allowed",
+                 req.method + " is not allowed on " + req.path + "; use " + allow,
+                 {{"Allow", allow}}});
+  };
+  const std::string& p = req.path;
+  if (p == "/api/chat" || p == "/api/generate") {
+    return method("POST") ? Generate(req, out, p == "/api/chat") : wrong_method("POST");
+  }
+  if (p == "/api/embed" || p == "/api/embeddings") {
+    return method("POST") ? Embed(req, out, p == "/api/embeddings") : wrong_method("POST");
+  }
+  if (p == "/api/show") return method("POST") ? Show(req, out) : wrong_method("POST");
+  if (p == "/api/tags" || p == "/api/ps") {
+    return method("GET") ? List(out, p == "/api/ps") : wrong_method("GET");
+  }
+  if (p == "/api/version") {
+    if (!method("GET")) return wrong_method("GET");
+    return out.Send(200, kJsonType, Dump({{"version", kOllamaVersion}})) ? 200 : 0;
+  }
+  if (IsManagement(p)) {
+    return fail(
+        {501,
+         "server_error",
+         "unsupported",
+         p + " is not supported: llmd does not download or manage models. Put the GGUF file where "
+             "model_path or models in the config points, then reload (SIGHUP; a new model name "
+             "needs a restart)",
+         {}});
+  }
+  return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + p, {}});
+}
+
+std::optional<std::string> OllamaRoutes::Resolve(const std::optional<std::string>& name) const {
+  const auto& models = ctx_.models();
+  if (models.empty()) return std::nullopt;
+  if (!name) return models.front().first;
+  for (const std::string& want :
+       {*name, name->ends_with(":latest") ? name->substr(0, name->size() - 7) : std::string()}) {
+    for (const auto& [n, w] : models) {
+      if (!want.empty() && n == want) return n;
+    }
+  }
+  return std::nullopt;
+}
+
+OllamaLimits OllamaRoutes::Limits(const config::DaemonConfig& c) const {
+  return OllamaLimits{c.engine.context_tokens};
+}
+
+namespace {
+
+Status UnknownModel(const std::string& name, const sched::ServerState& ctx) {
+  return NotFoundError("model '" + name +
+                       "' not found: llmd serves the models its config names (loaded: " +
+                       ctx.ModelNames() + ") and does not pull")
+      .WithReason(ErrorReason::kUnknownModel);
+}
+
+}  // namespace
+
+int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto config = ctx_.config();
+  const config::DaemonConfig& c = *config;
+  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  auto parsed =
+      chat ? ParseOllamaChat(req.body, Limits(c)) : ParseOllamaGenerate(req.body, Limits(c));
+  if (!parsed.has_value()) return fail(parsed.error());
+  OllamaGenerateRequest& r = *parsed;
+  if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
+  const std::optional<std::string> model = Resolve(r.gen.model);
+  if (!model) return fail(UnknownModel(r.gen.model.value_or(""), ctx_));
+  if (IsEmbedder(*model, c)) {
+    return fail(InvalidArgumentError(
+        "model '" + *model +
+        "' is loaded for embeddings (embedding_models); it does not generate"));
+  }
+  r.gen.model = *model;
+  OllamaReplyContext reply_ctx{chat, *model, Now()};
+  if (r.load_only) return out.Send(200, kJsonType, Dump(OllamaLoadReply(reply_ctx))) ? 200 : 0;
+
+  sched::RunRequest run;
+  run.api = "http";
+  run.model = r.gen.model;
+  // With the guard cascade on, the answer is generated whole and shown only after the verdict.
+  run.guard = !c.guard_model.empty();
+  run.guarded_prompt = GuardedPrompt(r.gen);
+  const bool stream = r.gen.stream;
+  run.job = MakeGenerationJob(r.gen, c);
+  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return fail(s);
+  run.peer_fd = out.fd();
+  run.half_close_is_gone = true;
+  run.timeout_ms = c.request_timeout_ms;
+
+  // The NDJSON stream: its 200 head goes out with the first line, so an error found before
+  // any text (a schema that does not compile, a prompt too long) is still an HTTP status.
+  bool streaming = false, stream_ok = true;
+  auto write = [&](const json& line) {
+    if (!streaming) {
+      streaming = true;
+      stream_ok = out.BeginStream(200, kNdjson);
+    }
+    stream_ok = stream_ok && out.WriteChunk(Dump(line) + "\n");
+    return stream_ok;  // false: the client left or stopped reading, and the runner cancels
+  };
+  OllamaReply reply(reply_ctx);
+  run.on_text = [&](const sched::JobEvent& ev) {
+    std::optional<json> line = reply.Next(ev, Now());
+    return line ? write(*line) : stream_ok;
+  };
+  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
+  if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
+    ApiError e = OpenAiError(outcome.error);
+    if (!streaming) return SendError(out, e, ErrorShape::kOllama);
+    if (!write({{"error", e.message}}) || !out.EndStream()) return 0;
+    return e.status;
+  }
+  const std::vector<json> lines =
+      reply.Finish(outcome.completion, outcome.refused(), stream, NanosSince(started), Now());
+  if (!stream) return out.Send(200, kJsonType, Dump(lines.front())) ? 200 : 0;
+  for (const json& line : lines) {
+    if (!write(line)) return 0;
+  }
+  return out.EndStream() ? 200 : 0;
+}
+
+int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto config = ctx_.config();
+  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  auto parsed = legacy ? ParseOllamaEmbeddings(req.body, Limits(*config))
+                       : ParseOllamaEmbed(req.body, Limits(*config));
+  if (!parsed.has_value()) return fail(parsed.error());
+  const std::optional<std::string> model = Resolve(parsed->model);
+  if (!model) return fail(UnknownModel(parsed->model.value_or(""), ctx_));
+  if (!IsEmbedder(*model, *config)) {
+    return fail(InvalidArgumentError(
+        "model '" + *model +
+        "' is not loaded for embeddings; name it in embedding_models in the config"));
+  }
+  auto reply = [&](const std::vector<std::vector<float>>& vectors, int32_t prompt_tokens) {
+    const std::string body =
+        legacy ? RenderOllamaEmbeddings(vectors.empty() ? std::vector<float>{} : vectors[0])
+               : RenderOllamaEmbed(*model, vectors, NanosSince(started), prompt_tokens);
+    return out.Send(200, kJsonType, body) ? 200 : 0;
+  };
+  if (parsed->inputs.empty()) return reply({}, 0);  // a load request: the model is loaded
+  sched::RunRequest run;
+  run.api = "http";
+  run.model = *model;
+  run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
+  run.peer_fd = out.fd();
+  run.half_close_is_gone = true;
+  run.timeout_ms = config->request_timeout_ms;
+  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
+  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
+  if (outcome.kind == sched::RunOutcome::Kind::kError) return fail(outcome.error);
+  const auto& vectors = outcome.completion.embeddings;
+  if (parsed->dimensions && !vectors.empty() &&
+      *parsed->dimensions != static_cast<int64_t>(vectors[0].size())) {
+    return fail(InvalidArgumentError("'dimensions' must be the model's own, " +
+                                     std::to_string(vectors[0].size()) +
+                                     " (llmd does not shorten embeddings)"));
+  }
+  return reply(vectors, outcome.completion.stats.prompt_tokens);
+}
+
+int OllamaRoutes::Show(const Request& req, Responder& out) {
+  auto parsed = ParseOllamaShow(req.body);
+  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  if (!parsed.has_value()) return fail(parsed.error());
+  const std::optional<std::string> model = Resolve(parsed->model);
+  if (!model) return fail(UnknownModel(parsed->model, ctx_));
+  const auto config = ctx_.config();
+  return out.Send(200, kJsonType, RenderOllamaShow(Describe(*model, *config), *config)) ? 200 : 0;
+}
+
+int OllamaRoutes::List(Responder& out, bool running) {
+  const auto config = ctx_.config();
+  json models = json::array();
+  for (const auto& [name, worker] : ctx_.models()) {
+    const OllamaModel m = Describe(name, *config);
+    models.push_back(running ? OllamaPsEntry(m) : OllamaTagsEntry(m));
+  }
+  return out.Send(200, kJsonType, Dump({{"models", std::move(models)}})) ? 200 : 0;
+}
+
+OllamaModel OllamaRoutes::Describe(const std::string& name, const config::DaemonConfig& c) {
+  OllamaModel m;
+  m.name = name;
+  m.embeddings = IsEmbedder(name, c);
+  m.context_length = c.engine.context_tokens;
+  // The file: the first model is model_path, the others are named in `models`.
+  const auto& models = ctx_.models();
+  std::string path;
+  if (!models.empty() && models.front().first == name) path = c.engine.model_path;
+  for (const auto& [n, p] : c.extra_models) {
+    if (path.empty() && n == name) path = p;
+  }
+  struct stat st {};
+  int64_t mtime_ns = options_.started_unix * 1000000000;
+  if (!path.empty() && ::stat(path.c_str(), &st) == 0) {
+    m.file_bytes = static_cast<uint64_t>(st.st_size);
+    mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  m.modified_at = Rfc3339Nanos(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(mtime_ns))));
+  if (!path.empty()) {
+    std::lock_guard<std::mutex> lock(facts_mu_);
+    CachedFacts& cached = facts_[path];
+    if (!cached.facts || cached.bytes != m.file_bytes || cached.mtime_ns != mtime_ns) {
+      auto file = format::OpenRandomAccessFile(path);
+      auto facts = file.has_value() ? ReadGgufFacts(**file) : Result<GgufFacts>(file.error());
+      if (!facts.has_value()) {
+        Log(LogLevel::kWarn, "ollama_model_facts",
+            {{"model", name}, {"error", facts.error().ToString()}});
+      }
+      cached = {
+          m.file_bytes, mtime_ns,
+          std::make_shared<const GgufFacts>(facts.has_value() ? std::move(*facts) : GgufFacts{})};
+    }
+    m.facts = *cached.facts;
+  }
+  // What the loaded model holds, and where.
+  if (sched::EngineWorker* worker = ctx_.WorkerFor(name)) {
+    char digest[24];
+    std::snprintf(digest, sizeof digest, "%016llx",
+                  static_cast<unsigned long long>(worker->health().model_fingerprint));
+    m.digest = digest;
+    for (const auto& d : worker->placement()) {
+      const uint64_t bytes = d.model_bytes + d.context_bytes + d.compute_bytes;
+      m.memory_bytes += bytes;
+      if (d.device != "CPU") m.vram_bytes += bytes;
+    }
+  }
+  if (m.memory_bytes == 0) m.memory_bytes = m.file_bytes;
+  return m;
+}
+
+}  // namespace llmd::http
