@@ -157,6 +157,10 @@ const std::vector<Key>& Keys() {
        }},
       {"http_listen", {"--http-listen"}, {"LLMD_HTTP_LISTEN"},
        "Also serve HTTP on loopback TCP, HOST:PORT (needs api_key_file)", Str(&DaemonConfig::http_listen)},
+      {"ollama_listen", {"--ollama-listen"}, {"LLMD_OLLAMA_LISTEN"},
+       "Also serve HTTP on a second loopback address where Ollama clients look, e.g. 127.0.0.1:11434 "
+       "(the same API and rules as http_listen; needs api_key_file)",
+       Str(&DaemonConfig::ollama_listen)},
       {"api_key_file", {"--api-key-file"}, {"LLMD_API_KEY_FILE"},
        "File holding the API key TCP clients must send as a Bearer token", Str(&DaemonConfig::api_key_file)},
       {"http_allowed_hosts", {"--http-allowed-host"}, {"LLMD_HTTP_ALLOWED_HOSTS"},
@@ -423,6 +427,10 @@ std::string HelpText() {
 Status Validate(const DaemonConfig& c) {
   if (c.engine.model_path.empty()) return InvalidArgumentError("model_path is required (--model PATH)");
   if (Status s = c.sampling.Validate(); !s.ok()) return s;
+  if (!c.ollama_listen.empty() && c.api_key_file.empty()) {
+    return InvalidArgumentError("ollama_listen needs api_key_file: TCP clients have no peer credentials, so they "
+                                "must send the key (Authorization: Bearer KEY)");
+  }
   if (!c.http_listen.empty() && c.api_key_file.empty()) {
     return InvalidArgumentError("http_listen needs api_key_file: TCP clients have no peer credentials, so "
                                 "they must send an API key");

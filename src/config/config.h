@@ -49,6 +49,7 @@ struct DaemonConfig {
   // HTTP (OpenAI-compatible) API. Its Unix socket has the same mode, group and allowlist.
   std::string http_socket;           // empty: http.sock beside socket_path; "off": none
   std::string http_listen;           // loopback "HOST:PORT" for TCP; empty: no TCP
+  std::string ollama_listen;         // another loopback "HOST:PORT" (Ollama's 127.0.0.1:11434); empty: none
   std::string api_key_file;          // the key TCP clients must send (required with http_listen)
   std::vector<std::string> http_allowed_hosts;  // extra Host header names accepted on TCP
   uint32_t http_max_body_bytes = 1 << 20;

@@ -31,7 +31,7 @@ Result<std::string> ReadApiKey(const std::string& path) {
 Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonConfig& c, ServerContext& ctx,
                                                           const transport::AccessPolicy& policy) {
   const std::string socket_path = config::HttpSocketPath(c);
-  if (socket_path.empty() && c.http_listen.empty()) return std::unique_ptr<HttpFrontend>();
+  if (socket_path.empty() && c.http_listen.empty() && c.ollama_listen.empty()) return std::unique_ptr<HttpFrontend>();
   std::unique_ptr<HttpFrontend> f(new HttpFrontend());
   http::ServerOptions so;
   http::ApiOptions api;
@@ -46,13 +46,16 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
     LLMD_ASSIGN_OR_RETURN(f->unix_, transport::UnixListener::Open(lo));
     so.unix_fd = f->unix_->fd();
   }
-  if (!c.http_listen.empty()) {
-    LLMD_ASSIGN_OR_RETURN(api.api_key, ReadApiKey(c.api_key_file));
+  // Each loopback listener: the Host headers a loopback client sends to it; anything else
+  // may be DNS rebinding.
+  auto listen_tcp = [&](const std::string& address, int* fd, std::string* bound) -> Status {
+    if (api.api_key.empty()) {
+      LLMD_ASSIGN_OR_RETURN(api.api_key, ReadApiKey(c.api_key_file));
+    }
     int port = 0;
-    LLMD_ASSIGN_OR_RETURN(f->tcp_fd_, http::ListenLoopbackTcp(c.http_listen, &port));
-    const std::string host = c.http_listen.substr(0, c.http_listen.rfind(':'));
-    tcp_address = host + ":" + std::to_string(port);
-    // Host headers a loopback client sends; anything else may be DNS rebinding.
+    LLMD_ASSIGN_OR_RETURN(*fd, http::ListenLoopbackTcp(address, &port));
+    const std::string host = address.substr(0, address.rfind(':'));
+    *bound = host + ":" + std::to_string(port);
     for (const std::string& name : {host, std::string("localhost"), std::string("127.0.0.1"), std::string("[::1]")}) {
       api.allowed_hosts.push_back(name + ":" + std::to_string(port));
     }
@@ -60,7 +63,16 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
       api.allowed_hosts.push_back(extra);
       api.allowed_hosts.push_back(extra + ":" + std::to_string(port));
     }
+    return Status::Ok();
+  };
+  std::string ollama_address;
+  if (!c.http_listen.empty()) {
+    LLMD_RETURN_IF_ERROR(listen_tcp(c.http_listen, &f->tcp_fd_, &tcp_address));
     so.tcp_fd = f->tcp_fd_;
+  }
+  if (!c.ollama_listen.empty()) {
+    LLMD_RETURN_IF_ERROR(listen_tcp(c.ollama_listen, &f->ollama_fd_, &ollama_address).WithContext("ollama_listen"));
+    so.second_tcp_fd = f->ollama_fd_;
   }
   f->routes_ = std::make_unique<http::OpenAiRoutes>(ctx, std::move(api));
   so.max_body_bytes = c.http_max_body_bytes;
@@ -95,7 +107,8 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
   };
   LLMD_ASSIGN_OR_RETURN(f->server_, http::HttpServer::Start(std::move(so)));
   Log(LogLevel::kInfo, "http_listening",
-      {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address}});
+      {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address},
+       {"ollama", ollama_address.empty() ? "off" : ollama_address}});
   return f;
 }
 
@@ -105,8 +118,10 @@ void HttpFrontend::Stop() {
   if (server_) server_->Stop();
   server_.reset();
   if (unix_) unix_->Close();
-  if (tcp_fd_ >= 0) ::close(tcp_fd_);
-  tcp_fd_ = -1;
+  for (int* fd : {&tcp_fd_, &ollama_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 }  // namespace llmd::daemon

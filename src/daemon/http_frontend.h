@@ -1,6 +1,7 @@
 // HttpFrontend: the daemon's HTTP API. Opens its Unix socket (same mode, group, lock-file
-// rules and credential allowlist as the native socket) and, when configured, a loopback TCP
-// listener guarded by the API key; then serves OpenAiRoutes on both.
+// rules and credential allowlist as the native socket) and, when configured, loopback TCP
+// listeners guarded by the API key (http_listen, and ollama_listen where Ollama clients look);
+// then serves OpenAiRoutes (OpenAI, Ollama and Anthropic APIs) on all of them.
 //
 // Thread-safety: Start and Stop on the daemon's main thread. Lifetime: `ctx` and `policy`
 // must outlive this.
@@ -33,6 +34,7 @@ class HttpFrontend {
   HttpFrontend() = default;
   std::unique_ptr<transport::UnixListener> unix_;
   int tcp_fd_ = -1;
+  int ollama_fd_ = -1;  // ollama_listen
   std::unique_ptr<http::OpenAiRoutes> routes_;
   std::unique_ptr<http::HttpServer> server_;
   LogRateLimiter reject_log_{1000};  // accept thread only

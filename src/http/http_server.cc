@@ -243,17 +243,17 @@ struct HttpServer::Impl {
 
   void AcceptLoop() {
     while (!stopping.load()) {
-      pollfd fds[2] = {{options.unix_fd, POLLIN, 0}, {options.tcp_fd, POLLIN, 0}};
-      if (::poll(fds, 2, 200) <= 0) {
+      pollfd fds[3] = {{options.unix_fd, POLLIN, 0}, {options.tcp_fd, POLLIN, 0}, {options.second_tcp_fd, POLLIN, 0}};
+      if (::poll(fds, 3, 200) <= 0) {
         handlers.Reap();
         continue;
       }
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 3; ++i) {
         if (fds[i].fd < 0 || !(fds[i].revents & POLLIN)) continue;
         int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) continue;
         Peer peer;
-        peer.tcp = i == 1;
+        peer.tcp = i >= 1;
         if (!peer.tcp) {
           auto allowed = options.admit ? options.admit(fd) : std::nullopt;
           if (!allowed) {
@@ -282,7 +282,9 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options) {
-  if (options.unix_fd < 0 && options.tcp_fd < 0) return InvalidArgumentError("no socket to serve HTTP on");
+  if (options.unix_fd < 0 && options.tcp_fd < 0 && options.second_tcp_fd < 0) {
+    return InvalidArgumentError("no socket to serve HTTP on");
+  }
   if (!options.handler) return InvalidArgumentError("no HTTP handler");
   auto impl = std::make_unique<Impl>(std::move(options));
   Impl* raw = impl.get();

@@ -65,6 +65,7 @@ using Handler = std::function<void(const Request&, Responder&)>;
 struct ServerOptions {
   int unix_fd = -1;  // a listening Unix socket (owned by the caller), or -1
   int tcp_fd = -1;   // a listening TCP socket (owned by the caller), or -1
+  int second_tcp_fd = -1;  // another one served the same way (ollama_listen), or -1
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1024 * 1024;
   size_t max_connections = 64;

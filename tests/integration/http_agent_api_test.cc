@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "tests/support/http_harness.h"
@@ -317,6 +318,24 @@ TEST_F(AgentApi, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_EQ(daemon_->Unix("POST", "/detokenize", json{{"tokens", {-1}}}.dump()).status, 400);
   EXPECT_EQ(daemon_->Unix("POST", "/detokenize", json{{"tokens", {999999999}}}.dump()).status, 400);
   EXPECT_EQ(daemon_->Unix("POST", "/tokenize", json{{"content", 5}}.dump()).status, 400);
+}
+
+TEST(AgentApiListeners, OllamaListenServesTheSameApiUnderTheSameKeyRules) {
+  HttpDaemon d({"--ollama-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(d.process().ready());
+  std::smatch m;
+  const std::string log = d.process().log();
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("ollama=127\\.0\\.0\\.1:([0-9]+)"))) << log;
+  const std::string base = "'http://127.0.0.1:" + m[1].str();
+  const std::string key = "-H 'Authorization: Bearer " + std::string(HttpDaemon::kApiKey) + "' ";
+  auto version = Curl(d.process().dir(), key + base + "/api/version'", "");
+  EXPECT_EQ(version.status, 200) << version.body;
+  EXPECT_TRUE(Parse(version).contains("version"));
+  auto no_key = Curl(d.process().dir(), base + "/api/tags'", "");
+  EXPECT_EQ(no_key.status, 401) << no_key.body;
+  EXPECT_TRUE(Parse(no_key)["error"].is_string()) << "Ollama's error shape: " << no_key.body;
+  auto foreign = Curl(d.process().dir(), key + "-H 'Origin: http://evil.example' " + base + "/api/tags'", "");
+  EXPECT_EQ(foreign.status, 403) << foreign.body;
 }
 
 TEST(AgentApiTemplates, AModelWhoseTemplateCannotCallToolsSays400) {
