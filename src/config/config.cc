@@ -234,6 +234,12 @@ const std::vector<Key>& Keys() {
       {"enable_thinking", {"--enable-thinking"}, {"LLMD_ENABLE_THINKING"},
        "HTTP chat requests that do not say: think first (reasoning_content)",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.enable_thinking); }, true},
+      {"thinking_models", {"--thinking-models"}, {"LLMD_THINKING_MODELS"},
+       "Models (by name) whose HTTP chat requests think unless they say, as name[,name...]",
+       [](DaemonConfig& c, const std::string& v) {
+         c.thinking_models = SplitList(v);
+         return Status::Ok();
+       }},
       {"threads", {"--threads", "-t"}, {"LLMD_THREADS"}, "CPU threads (0: one per fast core, see cpu_affinity; all online CPUs when they are alike)",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.threads, 0, 1024); }},
       {"cpu_affinity", {"--cpu-affinity"}, {"LLMD_CPU_AFFINITY"},
@@ -436,6 +442,13 @@ Status Validate(const DaemonConfig& c) {
                                 "they must send an API key");
   }
   return Status::Ok();
+}
+
+std::string DefaultModelName(const DaemonConfig& c) {
+  if (!c.model_name.empty()) return c.model_name;
+  std::string name = c.engine.model_path.substr(c.engine.model_path.find_last_of('/') + 1);
+  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
 }
 
 std::string HttpSocketPath(const DaemonConfig& c) {

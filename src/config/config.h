@@ -39,6 +39,7 @@ struct DaemonConfig {
   // OpenAI chat requests that say nothing about thinking: the template's thinking switch on,
   // the think block returned as reasoning_content.
   bool enable_thinking = false;
+  std::vector<std::string> thinking_models;  // models (by name) that think unless a request says
 
   std::string socket_path = "/run/llmd/llm.sock";
   uint32_t socket_mode = 0600;       // 0600 or 0660
@@ -99,6 +100,9 @@ Result<ParsedConfig> ParseConfig(const ConfigSources& sources);
 
 // The HTTP Unix socket path in effect ("" when it is off).
 std::string HttpSocketPath(const DaemonConfig& config);
+// The first model's name: model_name, else the file name of model_path without its directory
+// and ".gguf".
+std::string DefaultModelName(const DaemonConfig& config);
 
 // Checks the ranges (the seed's table plus llmd's own keys).
 Status Validate(const DaemonConfig& config);

@@ -68,17 +68,10 @@ Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c
   return sched::WarmUp(std::move(engine), c.system_prompt);
 }
 
-// A model's name: its file name without the directory and the .gguf extension.
-std::string ModelName(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
-  return name;
-}
-
 // Every model to load, by name: the first (model_path) and then `models`.
 Result<std::vector<std::pair<std::string, std::string>>> ModelList(const config::DaemonConfig& c) {
   std::vector<std::pair<std::string, std::string>> list;
-  list.emplace_back(c.model_name.empty() ? ModelName(c.engine.model_path) : c.model_name, c.engine.model_path);
+  list.emplace_back(config::DefaultModelName(c), c.engine.model_path);
   for (const auto& m : c.extra_models) list.push_back(m);
   for (size_t i = 0; i < list.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -179,9 +172,11 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     options.idle_heartbeat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
   }
   uint64_t used_mib = 0;
-  for (const auto& embedder : c.embedding_models) {
-    if (std::none_of(models.begin(), models.end(), [&](const auto& m) { return m.first == embedder; })) {
-      return InvalidArgumentError("embedding_models names '" + embedder + "', which is not among the models");
+  for (const auto& [key, names] : {std::pair{"embedding_models", &c.embedding_models}, std::pair{"thinking_models", &c.thinking_models}}) {
+    for (const auto& name : *names) {
+      if (std::none_of(models.begin(), models.end(), [&](const auto& m) { return m.first == name; })) {
+        return InvalidArgumentError(std::string(key) + " names '" + name + "', which is not among the models");
+      }
     }
   }
   for (const auto& [name, path] : models) {

@@ -10,7 +10,10 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   job.sanitize = c.content_safety_check;
   if (r.chat) {
     sched::Conversation conversation{std::move(r.messages), r.format};
-    conversation.format.enable_thinking = r.enable_thinking.value_or(c.enable_thinking);
+    const std::string model = r.model.value_or(config::DefaultModelName(c));
+    const bool thinks = c.enable_thinking || std::find(c.thinking_models.begin(), c.thinking_models.end(), model) !=
+                                                 c.thinking_models.end();
+    conversation.format.enable_thinking = r.enable_thinking.value_or(thinks);
     auto& messages = conversation.messages;
     const bool has_system =
         std::any_of(messages.begin(), messages.end(), [](const chat::Message& m) { return m.role == "system"; });

@@ -15,7 +15,7 @@
 namespace llmd::http {
 
 // The job of a request: the conversation (the configured system prompt added when it has
-// none, thinking from the request or the config) or raw prompt, max_tokens capped by
+// none, thinking from the request, else enable_thinking or thinking_models) or raw prompt, max_tokens capped by
 // max_new_tokens, sampling overrides on the configured defaults. Moves the messages out.
 sched::Job MakeGenerationJob(GenerationRequest& request, const config::DaemonConfig& config);
 

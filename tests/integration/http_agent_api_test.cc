@@ -338,6 +338,22 @@ TEST(AgentApiListeners, OllamaListenServesTheSameApiUnderTheSameKeyRules) {
   EXPECT_EQ(foreign.status, 403) << foreign.body;
 }
 
+TEST(AgentApiThinking, AModelNamedInThinkingModelsThinksUnlessTheRequestSays) {
+  HttpDaemon d({"--thinking-models", "tiny-q8_0"});
+  ASSERT_TRUE(d.process().ready());
+  auto prompt_tokens = [&](json extra) {
+    auto r = d.Unix("POST", "/v1/chat/completions", Body("Hi", 1, std::move(extra)).dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Parse(r)["usage"]["prompt_tokens"].get<int>();
+  };
+  const int by_default = prompt_tokens(json::object());
+  const int on = prompt_tokens({{"chat_template_kwargs", {{"enable_thinking", true}}}});
+  const int off = prompt_tokens({{"chat_template_kwargs", {{"enable_thinking", false}}}});
+  // Qwen3's template closes an empty think block in the prompt only when thinking is off.
+  EXPECT_EQ(by_default, on);
+  EXPECT_GT(off, on);
+}
+
 TEST(AgentApiTemplates, AModelWhoseTemplateCannotCallToolsSays400) {
   HttpDaemon d({"--model", std::string(LLMD_TEST_MODEL_DIR) + "/tiny-notools-q8_0.gguf", "--system-prompt", ""});
   ASSERT_TRUE(d.process().ready());
