@@ -34,7 +34,7 @@ inline std::string JoinCases(const std::vector<std::string>& cases) {
 // Runs `script` for exactly `cases` (LLMD_CLIENT_CASES); the script prints PASS/FAIL per case.
 // `more_env`: extra VAR=value words for the script (e.g. LLMD_EMBED_MODEL=name).
 inline ClientRun RunClientScript(HttpDaemon& d, const std::string& script, const std::vector<std::string>& cases,
-                                 const std::string& more_env = "", int timeout_s = 300) {
+                                 const std::string& more_env = "", int timeout_s = 840) {
   ClientRun run;
   struct stat st;
   if (::stat(LLMD_NPM_DIR "/node_modules/.llmd-installed", &st) != 0) {
