@@ -43,6 +43,22 @@ struct DevicePlacement {
   uint64_t compute_bytes = 0;  // allocated: scheduler scratch
 };
 
+// Bytes of one kind of model memory: allocated (address space, what the budget counts) and
+// resident (in RAM or device memory now). llama.cpp's KV cache commits its pages on first
+// write (patches/llama.cpp/0001), so a cache holds what its tokens use.
+struct MemoryBytes {
+  uint64_t reserved = 0;
+  uint64_t resident = 0;
+};
+
+// What a loaded model holds now, all devices together.
+struct MemoryUse {
+  MemoryBytes weights;
+  MemoryBytes kv;       // KV cache and recurrent states
+  MemoryBytes compute;  // scratch and output buffers
+  bool working_memory = true;  // false after ReleaseWorkingMemory, until the next decode
+};
+
 struct ModelInfo {
   std::string architecture;
   std::string description;   // e.g. "qwen3 0.6B Q4_0"
@@ -172,6 +188,16 @@ class Engine {
   // bytes; RestoreSequenceState puts it back into any sequence.
   virtual Result<std::string> SaveSequenceState(int32_t sequence) = 0;
   virtual Status RestoreSequenceState(int32_t sequence, const std::string& state) = 0;
+
+  // --- Working memory: what the sequences hold (KV cache, recurrent states) and the compute
+  // scratch, beside the weights.
+
+  // Frees the working memory and keeps the weights: every sequence becomes empty, and the
+  // next call that needs the memory makes it again (the cost is paid by that call). Only while
+  // no Sampler exists.
+  virtual void ReleaseWorkingMemory() = 0;
+  // Reserved and resident bytes of each kind (MemoryUse).
+  virtual MemoryUse memory_use() const = 0;
 
   // Frees the model and context; loaded() becomes false.
   virtual void Release() = 0;

@@ -84,6 +84,32 @@ bool FakeEngine::loaded() const {
   return loaded_;
 }
 
+void FakeEngine::ReleaseWorkingMemory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!working_memory_) return;
+  for (auto& m : memory_) m.clear();
+  last_batch_.clear();
+  working_memory_ = false;
+  ++releases_;
+}
+
+MemoryUse FakeEngine::memory_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  MemoryUse use;
+  use.weights = {.reserved = 1 << 20, .resident = 1 << 20};
+  use.working_memory = working_memory_;
+  if (!working_memory_) return use;
+  use.kv.reserved = static_cast<uint64_t>(options_.context_tokens) * memory_.size();
+  for (const auto& m : memory_) use.kv.resident += m.size();
+  use.compute = {.reserved = 1 << 16, .resident = 1 << 16};
+  return use;
+}
+
+int64_t FakeEngine::working_memory_releases() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return releases_;
+}
+
 void FakeEngine::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& m : memory_) m.clear();
@@ -230,6 +256,7 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
   }
   last_batch_ = items;
   batches_.push_back(items);
+  working_memory_ = true;
   return Status::Ok();
 }
 

@@ -89,6 +89,10 @@ class FakeEngine final : public Engine {
   Status CopySequence(int32_t src, int32_t dst) override;
   Result<std::string> SaveSequenceState(int32_t sequence) override;
   Status RestoreSequenceState(int32_t sequence, const std::string& state) override;
+  // Empties every sequence; the next DecodeBatch "makes the memory again".
+  void ReleaseWorkingMemory() override;
+  // KV: one byte a cell (context_tokens reserved a sequence, the tokens held resident).
+  MemoryUse memory_use() const override;
   void Release() override;
 
   // --- For tests (any thread).
@@ -109,6 +113,8 @@ class FakeEngine final : public Engine {
   // Memory operations refused as Unimplemented (the scheduler asked for something the
   // MemoryCapabilities rule out).
   int64_t refused_operations() const;
+  // ReleaseWorkingMemory calls that dropped working memory (not those that found none).
+  int64_t working_memory_releases() const;
 
   void FailNextDecodes(int32_t n);
   // From now on a DecodeBatch call blocks, before it does anything, until it is released (or
@@ -143,7 +149,8 @@ class FakeEngine final : public Engine {
   std::vector<Sampled> sampled_;              // per sequence: the token sampled to go next
   std::vector<DecodeItem> last_batch_;        // empty after a failed decode
   std::vector<std::vector<DecodeItem>> batches_, failed_batches_;
-  int64_t decoded_tokens_ = 0, prompt_tokens_decoded_ = 0, refused_ = 0;
+  int64_t decoded_tokens_ = 0, prompt_tokens_decoded_ = 0, refused_ = 0, releases_ = 0;
+  bool working_memory_ = true;  // false between ReleaseWorkingMemory and the next DecodeBatch
   int32_t fail_next_ = 0;
   bool hold_ = false;
   bool held_ = false;          // a DecodeBatch call blocked since the last HoldDecodes

@@ -185,7 +185,8 @@ Status Validate(const PlacementRequest& r) {
 }  // namespace
 
 ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
-                                        double kv_bytes_per_value, uint32_t ubatch, bool flash_attention) {
+                                        double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs,
+                                        bool flash_attention) {
   ModelFootprint m;
   const uint64_t cells = uint64_t{context_tokens} * sequences;
   m.layer_bytes = gguf.layer_bytes;
@@ -209,12 +210,12 @@ ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_
   // llama.cpp's scheduler buffers, estimated from above (the daemon logs the estimate beside
   // what llama.cpp allocated; on Qwen3 tiny and 0.6B shapes over RPC the estimate is 5-30 %
   // high): one micro-batch of activations, the attention mask over every cell, the attention
-  // scores of one sequence when flash attention is off, and the logits of a whole
-  // micro-batch where the output head runs.
+  // scores of one sequence when flash attention is off, and the logits of the outputs a step
+  // asks for where the output head runs.
   const uint64_t u = ubatch;
   m.compute_bytes = u * gguf.embedding_length * 64 + u * cells * 4;
   if (!flash_attention) m.compute_bytes += u * context_tokens * gguf.head_count * 6;
-  m.logits_bytes = u * gguf.vocab_size * 4;
+  m.logits_bytes = uint64_t{outputs} * gguf.vocab_size * 4;
   return m;
 }
 

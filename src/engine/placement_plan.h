@@ -40,9 +40,10 @@ struct ModelFootprint {
 
   // From the pre-check's summary, for `sequences` slots of `context_tokens` each;
   // `kv_bytes_per_value` is the cache type's size (2 for f16, 34/32 for q8_0, ...), `ubatch`
-  // the prompt micro-batch. Without flash attention the attention scores need room too.
+  // the prompt micro-batch, `outputs` the logits a step may ask for (one per sequence when
+  // generating). Without flash attention the attention scores need room too.
   static ModelFootprint FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
-                                 double kv_bytes_per_value, uint32_t ubatch, bool flash_attention);
+                                 double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs, bool flash_attention);
 };
 
 // One device the model may use, with what it can hold.

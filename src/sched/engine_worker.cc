@@ -73,6 +73,8 @@ EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions
   placement_ = engine_->model_info().placement;
   PublishHealth();
   last_progress_ms_ = clock_.NowMs();
+  idle_since_ms_ = clock_.NowMs();  // idle from the start: an unused model is released too
+  release_after_ms_ = options_.idle_release_after_ms;
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -157,6 +159,9 @@ void EngineWorker::PublishHealth() {
   for (const auto& s : slots_) used += s->resident.size();
   const double cells = static_cast<double>(info.context_tokens) * std::max<size_t>(1, slots_.size());
   kv_usage_ = static_cast<float>(used / cells);
+  const engine::MemoryUse memory = engine_->memory_use();
+  std::lock_guard<std::mutex> lock(mu_);
+  memory_ = memory;
 }
 
 // The worker owns what the sequences hold: an engine it takes (warmed up, swapped in) starts
@@ -169,6 +174,21 @@ void EngineWorker::ClearMemory() {
     }
   }
   checkpoints_.Clear();
+}
+
+void EngineWorker::ReleaseWhenIdleLongEnough() {
+  if (release_after_ms_ < 0 || !engine_ || !memory_.working_memory) return;
+  if (clock_.NowMs() - idle_since_ms_ < release_after_ms_) return;
+  const engine::MemoryUse before = engine_->memory_use();
+  ClearMemory();  // the slots' bookkeeping and the checkpoints go with the memory
+  engine_->ReleaseWorkingMemory();
+  memory_ = engine_->memory_use();
+  ++releases_;
+  Log(LogLevel::kInfo, "working_memory_released",
+      {{"model", engine_->model_info().description},
+       {"idle_ms", std::to_string(clock_.NowMs() - idle_since_ms_)},
+       {"kv_resident_mib", std::to_string(before.kv.resident >> 20)},
+       {"compute_mib", std::to_string(before.compute.reserved >> 20)}});
 }
 
 bool EngineWorker::AnyBusy() const {
@@ -196,8 +216,10 @@ std::vector<Job> EngineWorker::TakeAdmissions() {
   } else if (busy_peak_ > 0) {  // a busy period just ended
     last_peak_ = std::exchange(busy_peak_, 0);
   }
-  // Idle: wake now and then so the watchdog sees a live thread.
+  // Idle: wake now and then so the watchdog sees a live thread, and free the working memory
+  // once the idle time has run out.
   while (!stopping_ && queue_.empty() && !pending_ && !AnyBusy()) {
+    ReleaseWhenIdleLongEnough();
     cv_.wait_for(lock, options_.idle_heartbeat);
     last_progress_ms_ = clock_.NowMs();
   }
@@ -223,7 +245,11 @@ std::vector<Job> EngineWorker::TakeAdmissions() {
       slots_.back()->sequence = i;
     }
     ClearMemory();
+    idle_since_ms_ = clock_.NowMs();
+    release_after_ms_ = options_.idle_release_after_ms;
+    lock.unlock();  // PublishHealth takes mu_
     PublishHealth();
+    lock.lock();
   }
   std::vector<Job> admitted;
   size_t free_slots = std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->busy; });
@@ -284,6 +310,8 @@ WorkerStats EngineWorker::stats() const {
   s.checkpoint_bytes = checkpoints_.bytes();
   s.checkpoint_hits = checkpoints_.hits();
   s.checkpoint_misses = checkpoints_.misses();
+  s.memory = memory_;
+  s.working_memory_releases = releases_;
   return s;
 }
 
@@ -804,6 +832,9 @@ void EngineWorker::Fail(Slot& slot, const Status& status) {
 }
 
 void EngineWorker::EndJob(Slot& slot) {
+  // Before the job leaves running_: whoever sees it gone sees the idle time started.
+  idle_since_ms_ = clock_.NowMs();
+  release_after_ms_ = slot.job.keep_alive_ms.value_or(options_.idle_release_after_ms);
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase(running_, slot.job.channel);

@@ -62,6 +62,10 @@ struct WorkerOptions {
   // moves a whole sequence (all its cells, e.g. 224 MiB of F16 KV for a 0.6B model at 2048
   // tokens), which costs about what prefilling a few dozen tokens does on a CPU.
   size_t min_shared_prefix = 64;
+  // How long the engine stays idle before it frees its working memory (KV cache, recurrent
+  // states, scratch; the weights stay) and drops every cached prefix; < 0: never. A job's
+  // keep_alive_ms replaces it for the idle time after that job.
+  int64_t idle_release_after_ms = -1;
   const Clock* clock = &RealClock::Get();  // must outlive the worker
 };
 
@@ -76,6 +80,8 @@ struct WorkerStats {
   uint64_t steps = 0;              // decode steps run
   uint64_t prefix_copies = 0;      // prefixes copied from another slot
   uint64_t checkpoints = 0, checkpoint_bytes = 0, checkpoint_hits = 0, checkpoint_misses = 0;
+  engine::MemoryUse memory;            // the model's memory as the last step left it
+  uint64_t working_memory_releases = 0;  // idle releases since start
 };
 
 // Health as the last finished step left it; readable without touching the engine.
@@ -157,6 +163,8 @@ class EngineWorker {
   void RecordFinished(const engine::GenerationStats& st);
   bool AnyBusy() const;
   void ClearMemory();
+  // Frees the engine's working memory once the idle time has run out; mu_ held.
+  void ReleaseWhenIdleLongEnough();
   void PublishHealth();
 
   const WorkerOptions options_;
@@ -182,6 +190,8 @@ class EngineWorker {
   std::deque<double> ttfts_;  // the last 1000
   WorkerMetrics metrics_;     // token counters and histograms (thread-safe itself)
   std::vector<engine::DevicePlacement> placement_;  // guarded by mu_
+  engine::MemoryUse memory_;                        // guarded by mu_
+  uint64_t releases_ = 0;                           // guarded by mu_
 
   std::unique_ptr<engine::Engine> engine_;    // engine thread only
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only
@@ -189,6 +199,8 @@ class EngineWorker {
   int64_t use_counter_ = 0;                   // engine thread only: LRU clock
   size_t busy_peak_ = 0, last_peak_ = 0;      // engine thread only: most slots busy at once, now
                                               // and in the last busy period (admission window)
+  int64_t idle_since_ms_ = 0;                 // engine thread only: when the last job ended
+  int64_t release_after_ms_ = -1;             // engine thread only: idle time before a release
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0};
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include "engine/fake_engine.h"
@@ -771,6 +772,101 @@ TEST(EngineWorker, StreamedTextIsTheCompletionText) {
   EXPECT_EQ(streamed, done->text);
   EXPECT_EQ(done->text, FakeEngine().Detokenize(done->tokens, false).value());
   EXPECT_EQ(done->text.size(), 9u);
+}
+
+
+// --- Idle release of the working memory.
+
+WorkerOptions IdleReleaseOptions(int64_t after_ms) {
+  WorkerOptions options = TestOptions();
+  options.idle_release_after_ms = after_ms;
+  options.idle_heartbeat = std::chrono::milliseconds(1);  // the idle loop looks often
+  return options;
+}
+
+// Polls until `done` holds (a liveness bound, not a timing claim).
+template <typename F>
+bool Eventually(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLivenessMs);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// The idle time starts when a job has left the worker, which may be just after its final
+// event; the tests move the clock only after that.
+void AwaitIdle(const EngineWorker& worker) {
+  ASSERT_TRUE(Eventually([&] { return worker.stats().active == 0; }));
+}
+
+TEST(EngineWorker, AnIdleEngineReleasesItsWorkingMemoryAndTheNextJobRecomputesItsWholePrompt) {
+  for (FakeMemory memory : {FakeMemory::kAttention, FakeMemory::kRecurrent}) {
+    SCOPED_TRACE(memory == FakeMemory::kAttention ? "attention" : "recurrent");
+    Rig rig({.memory = memory}, IdleReleaseOptions(60000));
+    auto first = rig.Run(Chat("system prompt", "question", 6));
+    ASSERT_TRUE(first.has_value()) << first.error().ToString();
+    EXPECT_TRUE(rig.worker->stats().memory.working_memory);
+    EXPECT_GT(rig.worker->stats().memory.kv.resident, 0u);
+    EXPECT_EQ(rig.fake->working_memory_releases(), 0);
+
+    AwaitIdle(*rig.worker);
+    rig.clock.Advance(60000);
+    ASSERT_TRUE(Eventually([&] { return rig.worker->stats().working_memory_releases == 1; }));
+    EXPECT_EQ(rig.fake->working_memory_releases(), 1);
+    const WorkerStats released = rig.worker->stats();
+    EXPECT_FALSE(released.memory.working_memory);
+    EXPECT_EQ(released.memory.kv.resident, 0u);
+    EXPECT_EQ(released.checkpoints, 0u);  // the checkpoints went with the memory they describe
+
+    // The same request after the release: nothing cached, every prompt token decoded again,
+    // the same tokens out.
+    const int64_t decoded_before = rig.fake->prompt_tokens_decoded();
+    auto again = rig.Run(Chat("system prompt", "question", 6));
+    ASSERT_TRUE(again.has_value()) << again.error().ToString();
+    EXPECT_EQ(again->tokens, first->tokens);
+    EXPECT_EQ(again->stats.cached_tokens, 0);
+    EXPECT_EQ(rig.fake->prompt_tokens_decoded() - decoded_before,
+              static_cast<int64_t>(ChatTokens("system prompt", "question").size()));
+    EXPECT_TRUE(Eventually([&] { return rig.worker->stats().memory.working_memory; }));
+    EXPECT_EQ(rig.fake->working_memory_releases(), 1);  // idle time starts again from this job
+  }
+}
+
+TEST(EngineWorker, AJobsKeepAliveReplacesTheIdleTimeAfterIt) {
+  Rig rig({}, IdleReleaseOptions(-1));  // never, unless a job says otherwise
+  Job keep = Chat("system prompt", "question", 4);
+  keep.keep_alive_ms = 0;  // Ollama's keep_alive 0: free the memory as soon as it is idle
+  ASSERT_TRUE(rig.Run(std::move(keep)).has_value());
+  ASSERT_TRUE(Eventually([&] { return rig.worker->stats().working_memory_releases == 1; }));
+
+  Job later = Chat("system prompt", "question", 4);
+  later.keep_alive_ms = 5000;
+  ASSERT_TRUE(rig.Run(std::move(later)).has_value());
+  EXPECT_TRUE(Eventually([&] { return rig.worker->stats().memory.working_memory; }));
+  AwaitIdle(*rig.worker);
+  rig.clock.Advance(5000);
+  ASSERT_TRUE(Eventually([&] { return rig.worker->stats().working_memory_releases == 2; }));
+}
+
+TEST(EngineWorker, ASessionContinuesAfterAnIdleReleaseFromItsSavedTokens) {
+  Rig rig({}, IdleReleaseOptions(1000));
+  ASSERT_TRUE(rig.Run(Turn("s1", "system", "first question", 5)).has_value());
+  AwaitIdle(*rig.worker);
+  rig.clock.Advance(1000);
+  ASSERT_TRUE(Eventually([&] { return rig.worker->stats().working_memory_releases == 1; }));
+  auto second = rig.Run(Turn("s1", "system", "second question", 5));
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+
+  // The same two turns on a worker that never released.
+  Rig plain;
+  ASSERT_TRUE(plain.Run(Turn("s1", "system", "first question", 5)).has_value());
+  auto expected = plain.Run(Turn("s1", "system", "second question", 5));
+  ASSERT_TRUE(expected.has_value());
+  EXPECT_EQ(second->tokens, expected->tokens);
+  EXPECT_EQ(second->stats.cached_tokens, 0);
+  EXPECT_GT(expected->stats.cached_tokens, 0);
 }
 
 }  // namespace

@@ -97,6 +97,9 @@ struct Job {
   // Build and count the prompt only: Done carries stats.prompt_tokens; nothing is decoded,
   // no slot is touched and nothing is counted as a finished request.
   bool count_only = false;
+  // How long the model keeps its working memory once idle after this job, instead of
+  // WorkerOptions::idle_release_after_ms (Ollama's keep_alive); < 0: until the next job says.
+  std::optional<int64_t> keep_alive_ms;
   std::shared_ptr<JobChannel> channel = std::make_shared<JobChannel>();
   int64_t submitted_ms = 0;         // set by EngineWorker::Submit from its clock
 };

@@ -16,10 +16,12 @@
 #include <cmath>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "chat/text_safety.h"
+#include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_placement.h"
@@ -28,6 +30,7 @@
 #include "ggml-cpu.h"
 #include "ggml-rpc.h"
 #include "llama-cpp.h"
+#include "llama-ext.h"
 #include "llama.h"
 
 namespace llmd::engine {
@@ -181,7 +184,7 @@ class LlamaEngine final : public Engine {
   ~LlamaEngine() override { Release(); }
 
   Status Load(const EngineConfig& config) override;
-  bool loaded() const override { return ctx_ != nullptr; }
+  bool loaded() const override { return model_ != nullptr; }
   const ModelInfo& model_info() const override { return info_; }
 
   Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_bos,
@@ -260,9 +263,20 @@ class LlamaEngine final : public Engine {
   }
 
   Status DecodeBatch(const std::vector<DecodeItem>& items) override {
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    LLMD_RETURN_IF_ERROR(RequireContext());
     PinCallingThread();
     if (items.empty()) return Status::Ok();
+    // llama.cpp asserts (aborts) on more outputs than the context reserved.
+    const auto outputs = std::count_if(items.begin(), items.end(), [](const DecodeItem& d) { return d.logits; });
+    if (outputs > static_cast<std::ptrdiff_t>(max_outputs_)) {
+      return InvalidArgumentError("a decode step asked for " + std::to_string(outputs) + " outputs; at most " +
+                                  std::to_string(max_outputs_) + " are reserved");
+    }
+    for (const auto& d : items) {
+      if (d.sequence >= 0 && static_cast<size_t>(d.sequence) < written_.size()) {
+        written_[d.sequence] = std::max(written_[d.sequence], d.position + 1);
+      }
+    }
     llama_batch batch = llama_batch_init(static_cast<int32_t>(items.size()), 0, 1);
     for (size_t i = 0; i < items.size(); ++i) {
       batch.token[i] = items[i].token;
@@ -286,6 +300,7 @@ class LlamaEngine final : public Engine {
       return InvalidArgumentError("the input is " + std::to_string(tokens.size()) +
                                   " tokens, longer than batch_tokens (" + std::to_string(config_.batch_tokens) + ")");
     }
+    LLMD_RETURN_IF_ERROR(RequireContext());
     PinCallingThread();
     llama_memory_t mem = llama_get_memory(ctx_.get());
     llama_memory_seq_rm(mem, 0, -1, -1);
@@ -317,6 +332,7 @@ class LlamaEngine final : public Engine {
 
   Status TruncateSequence(int32_t sequence, int32_t position) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
+    if (!ctx_) return Status::Ok();  // released: every sequence is already empty
     // Recurrent memory refuses a cut inside the sequence (llama-memory-recurrent.cpp seq_rm)
     // and then changes nothing.
     if (!llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1)) {
@@ -328,7 +344,7 @@ class LlamaEngine final : public Engine {
 
   Status CopySequence(int32_t src, int32_t dst) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
-    if (src == dst) return Status::Ok();
+    if (src == dst || !ctx_) return Status::Ok();  // released: both are empty
     llama_memory_t mem = llama_get_memory(ctx_.get());
     // Separate KV streams per sequence copy whole buffers only (llama-kv-cache.cpp seq_cp).
     if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
@@ -337,7 +353,7 @@ class LlamaEngine final : public Engine {
   }
 
   Result<std::string> SaveSequenceState(int32_t sequence) override {
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    LLMD_RETURN_IF_ERROR(RequireContext());
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
     const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
     std::string state(size, '\0');
@@ -349,7 +365,7 @@ class LlamaEngine final : public Engine {
   }
 
   Status RestoreSequenceState(int32_t sequence, const std::string& state) override {
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    LLMD_RETURN_IF_ERROR(RequireContext());
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
     size_t read = 0;
     try {
@@ -365,7 +381,7 @@ class LlamaEngine final : public Engine {
   TokenId MessageStartToken() const override { return message_start_; }
 
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
-    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    LLMD_RETURN_IF_ERROR(RequireContext());
     LLMD_RETURN_IF_ERROR(params.Validate());
     const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
     for (const auto& [token, bias] : params.logit_bias) {
@@ -399,9 +415,18 @@ class LlamaEngine final : public Engine {
     return text;
   }
 
+  void ReleaseWorkingMemory() override {
+    if (!ctx_) return;
+    ctx_.reset();
+    std::fill(written_.begin(), written_.end(), 0);
+  }
+
+  MemoryUse memory_use() const override;
+
   void Release() override {
     chat_template_.reset();
     ctx_.reset();
+    written_.clear();
     threadpool_.reset();  // after the context that uses it
     model_.reset();
     vocab_ = nullptr;
@@ -425,6 +450,12 @@ class LlamaEngine final : public Engine {
   Status RequireLoaded() const {
     return loaded() ? Status::Ok() : UnavailableError("no model is loaded");
   }
+  // The context, made again after ReleaseWorkingMemory.
+  Status RequireContext() {
+    LLMD_RETURN_IF_ERROR(RequireLoaded());
+    return ctx_ ? Status::Ok() : CreateContext();
+  }
+  Status CreateContext();
   // ggml pins its worker threads, and only the thread that created the pool among the others;
   // the thread that drives decoding (the scheduler's) is pinned here, once.
   void PinCallingThread() {
@@ -453,7 +484,12 @@ class LlamaEngine final : public Engine {
   };
   std::unique_ptr<ggml_threadpool, ThreadpoolDeleter> threadpool_;
   std::thread::id pinned_thread_;  // the decoding thread already pinned to config_.cpus
-  llama_context_ptr ctx_;
+  llama_context_ptr ctx_;  // null after ReleaseWorkingMemory
+  uint32_t max_outputs_ = 0;  // outputs one decode step may ask for (the context reserves them)
+  std::vector<int32_t> written_;  // per sequence: the positions written since the context was made
+  uint64_t context_bytes_ = 0, compute_bytes_ = 0;  // what the context allocated, all devices
+  mutable std::optional<Clock::time_point> weights_checked_;  // when mapped_resident_ was read
+  mutable uint64_t mapped_resident_ = 0;                      // of a memory-mapped model file
   const llama_vocab* vocab_ = nullptr;
   std::unique_ptr<ChatTemplate> chat_template_;
   TokenId message_start_ = -1;
@@ -468,7 +504,7 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   if (config.threads < 0) return InvalidArgumentError("threads must be >= 0");
   if (config.sequences < 1 || config.sequences > 64) return InvalidArgumentError("sequences must be 1..64");
   LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config.kv_cache_type));
-  LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config.flash_attention));
+  LLMD_RETURN_IF_ERROR(FlashAttnType(config.flash_attention).error());
   LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(config.model_path));
   LLMD_RETURN_IF_ERROR(AddRpcServers(config.rpc_servers));
   // Planned before anything is loaded: a model that cannot fit is refused here, with numbers.
@@ -488,17 +524,40 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   }
   vocab_ = llama_model_get_vocab(model_.get());
 
-  int threads = config.threads > 0 ? config.threads
-                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config_ = config;
+  if (Status st = CreateContext(); !st.ok()) {
+    Release();
+    return st;
+  }
+  if (config.embeddings && llama_pooling_type(ctx_.get()) == LLAMA_POOLING_TYPE_NONE) {
+    Release();
+    return InvalidArgumentError(config.model_path + " names no pooling type (<arch>.pooling_type), so it gives no "
+                                "embedding of a whole text; load it for generation instead");
+  }
+  chat_template_ = std::make_unique<ChatTemplate>(model_.get());
+
+  DescribeModel(file, placement, kv_type);
+  info_.load_ms = MsSince(start);
+  return Status::Ok();
+}
+
+Status LlamaEngine::CreateContext() {
+  LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config_.kv_cache_type));
+  LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config_.flash_attention));
+  const int threads = config_.threads > 0 ? config_.threads
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   llama_context_params cp = llama_context_default_params();
   // Each sequence gets its own context_tokens of KV cache.
-  cp.n_ctx = static_cast<uint32_t>(config.context_tokens) * static_cast<uint32_t>(config.sequences);
+  cp.n_ctx = static_cast<uint32_t>(config_.context_tokens) * static_cast<uint32_t>(config_.sequences);
   cp.kv_unified = false;
-  cp.n_batch = static_cast<uint32_t>(config.batch_tokens);
+  cp.n_batch = static_cast<uint32_t>(config_.batch_tokens);
   cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
-  cp.n_seq_max = static_cast<uint32_t>(config.sequences);
-  if (config.embeddings) {
-    // A pooled embedding needs its whole input in one micro-batch.
+  cp.n_seq_max = static_cast<uint32_t>(config_.sequences);
+  // The scheduler samples one token per sequence a step, so the outputs reserved (logits and
+  // the scratch of the output head: 512 x 152k floats, 297 MiB, by default) are one per sequence.
+  cp.n_outputs_max = LlamaOutputsPerStep(config_);
+  if (config_.embeddings) {
+    // A pooled embedding needs its whole input in one micro-batch, and every token's output.
     cp.embeddings = true;
     cp.n_ubatch = cp.n_batch;
     cp.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED;  // the file's
@@ -512,39 +571,68 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   try {
     ctx_.reset(llama_init_from_model(model_.get(), cp));
   } catch (const std::exception& e) {
-    Release();
     return ResourceExhaustedError(std::string("could not create the context: ") + e.what());
   }
   if (!ctx_) {
-    Release();
-    return ResourceExhaustedError("could not create a context of " +
-                                  std::to_string(config.context_tokens) +
+    return ResourceExhaustedError("could not create a context of " + std::to_string(config_.context_tokens) +
                                   " tokens (out of memory, or see the log lines above)");
   }
+  max_outputs_ = cp.n_outputs_max;
+  written_.assign(static_cast<size_t>(config_.sequences), 0);
   // One persistent pool for prompt and generation; without it ggml would start threads for
-  // every graph.
-  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
-  tpp.prio = static_cast<ggml_sched_priority>(config.thread_priority);
-  for (int cpu : config.cpus) {
-    if (cpu >= 0 && cpu < GGML_MAX_N_THREADS) tpp.cpumask[cpu] = true;  // every thread may use every listed CPU
-  }
-  threadpool_.reset(ggml_threadpool_new(&tpp));
+  // every graph. It outlives a released context.
   if (!threadpool_) {
-    Release();
-    return ResourceExhaustedError("could not start " + std::to_string(threads) + " compute threads");
+    ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+    tpp.prio = static_cast<ggml_sched_priority>(config_.thread_priority);
+    for (int cpu : config_.cpus) {
+      if (cpu >= 0 && cpu < GGML_MAX_N_THREADS) tpp.cpumask[cpu] = true;  // every thread may use every listed CPU
+    }
+    threadpool_.reset(ggml_threadpool_new(&tpp));
+    if (!threadpool_) {
+      ctx_.reset();
+      return ResourceExhaustedError("could not start " + std::to_string(threads) + " compute threads");
+    }
   }
   llama_attach_threadpool(ctx_.get(), threadpool_.get(), threadpool_.get());
-  if (config.embeddings && llama_pooling_type(ctx_.get()) == LLAMA_POOLING_TYPE_NONE) {
-    Release();
-    return InvalidArgumentError(config.model_path + " names no pooling type (<arch>.pooling_type), so it gives no "
-                                "embedding of a whole text; load it for generation instead");
+  context_bytes_ = compute_bytes_ = 0;
+  for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx_.get())) {
+    context_bytes_ += mb.context;
+    compute_bytes_ += mb.compute;
   }
-  chat_template_ = std::make_unique<ChatTemplate>(model_.get());
-  config_ = config;
-
-  DescribeModel(file, placement, kv_type);
-  info_.load_ms = MsSince(start);
   return Status::Ok();
+}
+
+MemoryUse LlamaEngine::memory_use() const {
+  MemoryUse use;
+  if (!loaded()) return use;
+  for (const auto& d : info_.placement) use.weights.reserved += d.model_bytes;
+  // Weights read into memory are resident whole; mapped ones as far as the kernel keeps them.
+  use.weights.resident = use.weights.reserved;
+  if (config_.use_mmap) {
+    // Reading /proc/self/smaps takes a while; the scheduler asks after every step.
+    if (!weights_checked_ || MsSince(*weights_checked_) > 1000) {
+      mapped_resident_ = MappedFileResidentBytes(config_.model_path);
+      weights_checked_ = Clock::now();
+    }
+    use.weights.resident = std::min(use.weights.reserved, mapped_resident_);
+  }
+  use.working_memory = ctx_ != nullptr;
+  if (!ctx_) return use;
+  use.kv.reserved = context_bytes_;
+  use.compute.reserved = use.compute.resident = compute_bytes_;  // counted whole while it exists
+  // KV pages are committed as tokens are written (patches/llama.cpp/0001), a sequence's cells
+  // from its start: the cells written so far are what is resident. A recurrent state is
+  // written whole by a sequence's first token, so a hybrid cache counts whole once used.
+  uint64_t written = 0;
+  for (int32_t w : written_) written += static_cast<uint64_t>(w);
+  const uint64_t cells = static_cast<uint64_t>(config_.context_tokens) * written_.size();
+  if (info_.memory.state_checkpoints) {
+    use.kv.resident = written > 0 ? use.kv.reserved : 0;
+  } else if (cells > 0) {
+    use.kv.resident = static_cast<uint64_t>(static_cast<double>(use.kv.reserved) *
+                                            std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
+  }
+  return use;
 }
 
 void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPlacement& placement, ggml_type kv_type) {

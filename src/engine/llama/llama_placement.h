@@ -29,6 +29,12 @@ struct LlamaPlacement {
 // The configured devices (or, with none named and layers to offload, llama.cpp's default:
 // RPC servers, then GPUs, then integrated GPUs when there is no GPU), planned. InvalidArgument
 // for an unknown device or cap name; ResourceExhausted when the model cannot fit.
+// The outputs (logits) one decode step may ask for, as the context reserves them: one per
+// sequence when generating, every token of a micro-batch for embeddings.
+inline uint32_t LlamaOutputsPerStep(const EngineConfig& config) {
+  return static_cast<uint32_t>(config.embeddings ? config.batch_tokens : config.sequences);
+}
+
 Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const format::GgufSummary& gguf,
                                           ggml_type kv_type);
 
