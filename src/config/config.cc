@@ -7,6 +7,7 @@
 
 #include <toml++/toml.h>
 
+#include "common/duration.h"
 #include "engine/cpu_placement.h"
 #include "engine/placement_plan.h"
 
@@ -68,6 +69,15 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 Setter U32(uint32_t DaemonConfig::*field, long long lo, long long hi) {
   return [=](DaemonConfig& c, const std::string& v) { return ParseInt(v, &(c.*field), lo, hi); };
+}
+// A duration of at least 0 ("0": never), up to a year.
+Setter Duration(int64_t DaemonConfig::*field) {
+  return [=](DaemonConfig& c, const std::string& v) -> Status {
+    LLMD_ASSIGN_OR_RETURN(int64_t ms, ParseDurationMs(v));
+    if (ms < 0 || ms > 366LL * 24 * 3600 * 1000) return Bad("must be between 0 (never) and a year");
+    c.*field = ms;
+    return Status::Ok();
+  };
 }
 Setter Str(std::string DaemonConfig::*field) {
   return [=](DaemonConfig& c, const std::string& v) { c.*field = v; return Status::Ok(); };
@@ -206,6 +216,13 @@ const std::vector<Key>& Keys() {
       {"checkpoint_budget_mb", {"--checkpoint-budget-mb"}, {"LLMD_CHECKPOINT_BUDGET_MB"},
        "MiB of saved recurrent states for prefix reuse on hybrid models (Qwen3.5); 0: none",
        U32(&DaemonConfig::checkpoint_budget_mb, 0, 1 << 20)},
+      {"idle_release_after", {"--idle-release-after"}, {"LLMD_IDLE_RELEASE_AFTER"},
+       "Idle this long (300, 90s, 5m, 1h), a model frees its KV cache and scratch and keeps its weights; 0: never",
+       Duration(&DaemonConfig::idle_release_after_ms)},
+      {"idle_exit_after", {"--idle-exit-after"}, {"LLMD_IDLE_EXIT_AFTER"},
+       "Under socket activation, exit after this long with no connection (systemd starts llmd again for the "
+       "next client); 0: never",
+       Duration(&DaemonConfig::idle_exit_after_ms)},
       {"session_dir", {"--session-dir"}, {"LLMD_SESSION_DIR"},
        "Directory for saved chat sessions (empty: saving is off)", Str(&DaemonConfig::session_dir)},
       {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",

@@ -70,6 +70,12 @@ struct DaemonConfig {
   uint32_t max_sessions = 64;        // chat sessions kept (least recently used dropped first)
   // Host memory for recurrent-state checkpoints of a hybrid model (prefix reuse), all slots.
   uint32_t checkpoint_budget_mb = 256;
+  // Idle this long, a model frees its KV cache, recurrent states and scratch (the weights
+  // stay; the next request makes them again). 0: never.
+  int64_t idle_release_after_ms = 5 * 60 * 1000;
+  // Idle this long (no connection, no request) under socket activation, llmd exits; systemd
+  // keeps the socket and starts it again for the next client. 0: never.
+  int64_t idle_exit_after_ms = 0;
   std::string session_dir;           // where SaveSession writes; empty: saving is off
 
   std::string log_level = "info";    // debug, info, warn, error

@@ -134,6 +134,19 @@ Status Daemon::Start() {
     return ResourceExhaustedError("the models' files alone take " + std::to_string(files_mib) +
                                   " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB");
   }
+  // Exiting when idle is safe only where something starts llmd again for the next client and
+  // keeps its connection meanwhile: systemd, holding every socket llmd serves.
+  if (c.idle_exit_after_ms > 0) {
+    if (!transport::UnixListener::PassedBySystemd()) {
+      return InvalidArgumentError("idle_exit_after needs socket activation (systemd passing the socket, LISTEN_FDS; "
+                                  "see packaging/systemd/llmd.socket): without it nothing would start llmd again");
+    }
+    if (!config::HttpSocketPath(c).empty() || !c.http_listen.empty() || !c.ollama_listen.empty()) {
+      return InvalidArgumentError("idle_exit_after: the HTTP API listens on sockets of its own, which would go away "
+                                  "while llmd is stopped; set http_socket = \"off\" (and no http_listen or "
+                                  "ollama_listen), or idle_exit_after = 0");
+    }
+  }
   // HTTP first, so /health can say "loading" while the models load.
   LLMD_ASSIGN_OR_RETURN(http_, HttpFrontend::Start(c, *ctx_, *policy_));
   LLMD_RETURN_IF_ERROR(LoadModels(models, budget_mib));
@@ -167,6 +180,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   options.max_sessions = c.max_sessions;
   options.memory_guard = memory_guard_.get();
   options.checkpoint_budget_bytes = static_cast<uint64_t>(c.checkpoint_budget_mb) << 20;
+  options.idle_release_after_ms = c.idle_release_after_ms > 0 ? c.idle_release_after_ms : -1;  // 0: never
   if (const int64_t watchdog_ms = WatchdogIntervalMs(); watchdog_ms > 0) {
     // An idle engine thread must show life well within the half-interval Run() checks.
     options.idle_heartbeat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
@@ -189,7 +203,11 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
     const engine::ModelInfo info = engine->model_info();
     const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;
-    used_mib += (info.file_bytes + info.kv_cache_bytes + checkpoint_bytes) >> 20;
+    uint64_t compute_bytes = 0;
+    for (const auto& d : info.placement) compute_bytes += d.compute_bytes;
+    // Reserved bytes: KV pages are committed only as tokens use them, but a full context
+    // must still fit.
+    used_mib += (info.file_bytes + info.kv_cache_bytes + compute_bytes + checkpoint_bytes) >> 20;
     Log(LogLevel::kInfo, "model_loaded",
         {{"name", name}, {"model", info.description}, {"load_ms", Ms(info.load_ms)},
          {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
@@ -198,7 +216,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
          {"template", info.has_chat_template ? "model" : "chatml"}});
     LogPlacement(name, info);
     if (budget_mib > 0 && used_mib > budget_mib) {
-      return ResourceExhaustedError("model '" + name + "' brings the weights, KV caches and checkpoints to " +
+      return ResourceExhaustedError("model '" + name + "' brings the weights, KV caches, compute scratch and checkpoints to " +
                                     std::to_string(used_mib) + " MiB, over the memory budget of " +
                                     std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted");
     }
@@ -233,7 +251,7 @@ int Daemon::Run() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
   const int64_t watchdog_ms = WatchdogIntervalMs();
-  while (!ctx_->shutdown_requested()) {
+  while (!ctx_->shutdown_requested() && !idle_exit_) {
     timespec tick{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&set, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
@@ -257,6 +275,8 @@ int Daemon::Run() {
 
 void Daemon::AcceptLoop() {
   LogRateLimiter reject_log(1000);
+  const int64_t idle_exit_ms = ctx_->config()->idle_exit_after_ms;
+  int64_t busy_ms = RealClock::Get().NowMs();  // the last time a connection was open or pending
   while (!ctx_->stopping()) {
     // A finished handler wakes this loop at once, so a connection waiting for a slot gets
     // it without waiting for the next poll timeout.
@@ -264,6 +284,15 @@ void Daemon::AcceptLoop() {
     int rc = ::poll(p, 2, 100);
     handlers_.Reap();
     ServeWaiting();
+    const int64_t now = RealClock::Get().NowMs();
+    if (handlers_.active() > 0 || !waiting_.empty() || (rc > 0 && (p[0].revents & POLLIN))) busy_ms = now;
+    // Decided here, where connections are accepted: once this loop stops, nothing is
+    // accepted, so a client never reaches a stopping daemon; it waits in the socket.
+    if (idle_exit_ms > 0 && now - busy_ms >= idle_exit_ms) {
+      Log(LogLevel::kInfo, "idle_exit", {{"idle_ms", std::to_string(now - busy_ms)}});
+      idle_exit_ = true;
+      return;
+    }
     if (rc <= 0 || !(p[0].revents & POLLIN)) continue;
     int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {

@@ -7,6 +7,7 @@
 #ifndef LLMD_DAEMON_DAEMON_H_
 #define LLMD_DAEMON_DAEMON_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <thread>
@@ -66,6 +67,10 @@ class Daemon {
   };
   HandlerThreads handlers_;
   std::deque<Waiting> waiting_;    // accept thread only (and Shutdown, after it joined)
+  // Set by the accept loop when it stopped accepting because llmd was idle for
+  // idle_exit_after under socket activation: connections that come later wait in systemd's
+  // socket for the next start.
+  std::atomic<bool> idle_exit_{false};
 };
 
 }  // namespace llmd::daemon

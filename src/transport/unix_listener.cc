@@ -32,6 +32,8 @@ Result<gid_t> ResolveGroup(const std::string& group) {
 
 }  // namespace
 
+bool UnixListener::PassedBySystemd() { return sd_listen_fds(0) == 1; }
+
 Result<std::unique_ptr<UnixListener>> UnixListener::Open(const ListenOptions& o) {
   std::unique_ptr<UnixListener> l(new UnixListener());
   l->path_ = o.path;

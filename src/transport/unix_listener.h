@@ -42,6 +42,9 @@ class UnixListener {
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
   bool from_systemd() const { return from_systemd_; }
+  // Whether systemd passed this process one socket to serve (LISTEN_FDS), which Open takes
+  // when allow_systemd is set.
+  static bool PassedBySystemd();
   // Stops accepting and removes the node now (shutdown), keeping the lock until destruction.
   void Close();
 

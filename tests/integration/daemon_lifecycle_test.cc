@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -514,6 +515,90 @@ TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   EXPECT_EQ(r->type, proto::Response::Type::kHealth);
   EXPECT_FALSE(own_socket) << "the passed socket is used, none is created";
   EXPECT_TRUE(fs::exists(path)) << "systemd's socket is systemd's to remove";
+  fs::remove_all(dir);
+}
+
+// Waits (a liveness bound) for `pid` to exit by itself; its exit code, or -1.
+int WaitForExit(pid_t pid, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// idle_exit_after: llmd exits by itself once nobody is connected; a client that connects while
+// it is down waits in systemd's socket, the next start serves it (one restart), and the answer
+// is the one the first instance gave.
+TEST(DaemonLifecycle, IdleExitUnderSocketActivationLosesNoClient) {
+  std::string dir = MakeTempDir();
+  std::string path = dir + "/activated.sock";
+  int fd = ListenUnix(path);
+  ASSERT_GE(fd, 0);
+  NotifySocket notify(dir + "/notify");
+  // As systemd does, read the notifications: a full notify socket blocks the daemon's pings.
+  std::atomic<bool> done{false};
+  std::thread drain([&] {
+    while (!done) notify.Drain(100);
+  });
+  const std::vector<std::string> args = {"--model", TinyModelPath(), "--socket", dir + "/own.sock", "--http-socket",
+                                         "off", "--temperature", "0", "--idle-exit-after", "1s"};
+  const pid_t first = StartUnderSystemd(dir, dir + "/notify", fd, args);
+  std::optional<std::string> before;
+  {
+    LlmClient client(path, std::chrono::seconds(300));  // liveness bounds only
+    if (auto r = client.Generate("Tell me about the sea.", 8); r.has_value()) before = r->text;
+  }
+  const int first_exit = WaitForExit(first, std::chrono::minutes(5));
+  const std::string first_log = ReadAll(dir + "/log");
+
+  // While llmd is down a client connects and asks; the kernel queues the connection.
+  std::optional<std::string> after;
+  std::thread waiting_client([&] {
+    LlmClient client(path, std::chrono::seconds(300));
+    if (auto r = client.Generate("Tell me about the sea.", 8); r.has_value()) after = r->text;
+  });
+  // What systemd does: the socket becomes readable with no service running, so it starts one.
+  pollfd p{fd, POLLIN, 0};
+  const bool woke = ::poll(&p, 1, 60000) == 1;
+  const pid_t second = StartUnderSystemd(dir, dir + "/notify", fd, args);
+  waiting_client.join();
+  const int second_exit = WaitForExit(second, std::chrono::minutes(5));  // idle again, it exits again
+  done = true;
+  drain.join();
+  ::close(fd);
+  fs::remove_all(dir);
+  EXPECT_EQ(first_exit, 0) << first_log;
+  EXPECT_NE(first_log.find("idle_exit"), std::string::npos) << first_log;
+  EXPECT_TRUE(woke) << "the waiting client's connection is what starts llmd again";
+  ASSERT_TRUE(before.has_value()) << first_log;
+  ASSERT_TRUE(after.has_value()) << "the client that came while llmd was down was served";
+  EXPECT_EQ(*after, *before);
+  EXPECT_EQ(second_exit, 0);
+}
+
+TEST(DaemonLifecycle, IdleExitIsRefusedWhereNothingWouldStartLlmdAgain) {
+  std::string dir = MakeTempDir();
+  // Not socket-activated: nothing would start it again.
+  DaemonProcess plain({"--idle-exit-after", "5m"});
+  EXPECT_EQ(plain.WaitExit(std::chrono::seconds(120)), 1);
+  EXPECT_NE(plain.log().find("idle_exit_after needs socket activation"), std::string::npos) << plain.log();
+
+  // Socket-activated, but the HTTP API would listen on a socket of its own.
+  std::string path = dir + "/activated.sock";
+  int fd = ListenUnix(path);
+  ASSERT_GE(fd, 0);
+  NotifySocket notify(dir + "/notify");
+  const pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd,
+                                      {"--model", TinyModelPath(), "--socket", dir + "/own.sock", "--idle-exit-after", "5m"});
+  ::close(fd);
+  EXPECT_EQ(WaitForExit(pid, std::chrono::minutes(2)), 1);
+  EXPECT_NE(ReadAll(dir + "/log").find("the HTTP API listens on sockets of its own"), std::string::npos)
+      << ReadAll(dir + "/log");
   fs::remove_all(dir);
 }
 
