@@ -94,14 +94,16 @@ class Contenders:
             f.write(self.key + "\n")
         os.chmod(os.path.join(workdir, "key"), 0o600)
 
-    def start_llmd(self, tag="llmd"):
+    def start_llmd(self, tag="llmd", binary=None, extra=()):
+        """binary: another llmd build than o.llmd (bench/footprint.py's llmd-before); extra: more
+        flags, which that binary must know."""
         port = free_port()
         sock = os.path.join(self.workdir, tag + ".sock")
-        s = Server(tag, [self.o.llmd, "--model", self.o.model, "--threads", str(self.o.threads),
+        s = Server(tag, [binary or self.o.llmd, "--model", self.o.model, "--threads", str(self.o.threads),
                          "--parallel", str(self.parallel), "--context", str(self.context),
                          "--max-new-tokens", "4096", "--rate-limit", "1000000", "--socket", sock,
                          "--http-socket", "off", "--http-listen", f"127.0.0.1:{port}",
-                         "--api-key-file", os.path.join(self.workdir, "key")], self.workdir)
+                         "--api-key-file", os.path.join(self.workdir, "key"), *extra], self.workdir)
         s.port, s.native = port, sock
         s.ready_s = s.wait_healthy(port)
         return s

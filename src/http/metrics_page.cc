@@ -4,6 +4,8 @@
 #include <functional>
 #include <vector>
 
+#include "common/process_memory.h"
+
 namespace llmd::http {
 namespace {
 
@@ -60,6 +62,32 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
       }
     }
   }
+  // Memory by kind, reserved (allocated: what the budget counts) and resident (in memory now).
+  Family(&out, "llmd_memory_bytes", "gauge",
+         "A model's memory by kind (weights, kv, compute, checkpoints): reserved (allocated) and resident "
+         "(KV pages are committed as tokens use them; an idle release frees kv and compute).");
+  for (const auto& [model, w] : ctx.models()) {
+    const sched::WorkerStats st = w->stats();
+    const std::pair<const char*, engine::MemoryBytes> kinds[] = {
+        {"weights", st.memory.weights},
+        {"kv", st.memory.kv},
+        {"compute", st.memory.compute},
+        {"checkpoints", {.reserved = st.checkpoint_bytes, .resident = st.checkpoint_bytes}}};
+    for (const auto& [kind, bytes] : kinds) {
+      for (const auto& [state, value] : {std::pair{"reserved", bytes.reserved}, std::pair{"resident", bytes.resident}}) {
+        out += "llmd_memory_bytes{" + Label(model) + ",kind=\"" + kind + "\",state=\"" + state + "\"} " +
+               std::to_string(value) + "\n";
+      }
+    }
+  }
+  per_model("llmd_working_memory_releases_total", "counter",
+            "Idle releases of a model's KV cache and scratch (idle_release_after, Ollama keep_alive).",
+            [](auto& w) { return std::to_string(w.stats().working_memory_releases); });
+  Family(&out, "llmd_process_resident_bytes", "gauge",
+         "The daemon process's resident memory (/proc/self/status): anonymous, and mapped files.");
+  const ProcessMemory process = ReadProcessMemory();
+  out += "llmd_process_resident_bytes{kind=\"anon\"} " + std::to_string(process.resident_anon) + "\n";
+  out += "llmd_process_resident_bytes{kind=\"file\"} " + std::to_string(process.resident_file) + "\n";
   per_model("llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",
             [](auto& w) { return std::to_string(w.metrics().prompt_tokens.load()); });
   per_model("llmd_cached_prompt_tokens_total", "counter", "Prompt tokens reused from the KV cache.",

@@ -11,6 +11,7 @@
 #include <ctime>
 #include <utility>
 
+#include "common/duration.h"
 #include "common/utf8.h"
 #include "http/embeddings_api.h"
 #include "http/generation.h"
@@ -69,15 +70,25 @@ Status ReadModel(const json& body, std::optional<std::string>* model) {
   return Status::Ok();
 }
 
-// keep_alive: a duration ("5m", "-1", "0") or a number of seconds. Accepted, not applied:
-// llmd keeps every configured model loaded until it stops.
-Status ReadKeepAlive(const json& body, bool* given) {
+// keep_alive: how long the model keeps its working memory after this request, as a duration
+// ("5m", "90s", "0") or a number of seconds; negative: until a later request says otherwise.
+Status ReadKeepAlive(const json& body, std::optional<int64_t>* keep_alive_ms) {
   const json* v = Field(body, "keep_alive");
   if (v == nullptr) return Status::Ok();
-  if (!v->is_string() && !v->is_number()) {
-    return TypeError("keep_alive", "a duration (\"5m\") or a number of seconds");
+  const char* expected = "a duration (\"5m\") or a number of seconds";
+  int64_t ms = 0;
+  if (v->is_number()) {
+    const double seconds = v->get<double>();
+    if (!std::isfinite(seconds) || std::fabs(seconds) > 1e9) return TypeError("keep_alive", expected);
+    ms = static_cast<int64_t>(seconds * 1000);
+  } else if (v->is_string()) {
+    auto parsed = ParseDurationMs(v->get<std::string>());
+    if (!parsed.has_value()) return InvalidArgumentError("'keep_alive': " + parsed.error().message());
+    ms = *parsed;
+  } else {
+    return TypeError("keep_alive", expected);
   }
-  *given = true;
+  *keep_alive_ms = ms < 0 ? -1 : ms;
   return Status::Ok();
 }
 
@@ -313,7 +324,7 @@ Status ReadCommon(const json& body, const OllamaLimits& limits, OllamaGenerateRe
   LLMD_RETURN_IF_ERROR(ReadModel(body, &r.model));
   r.stream = true;  // Ollama's default
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r.stream));
-  LLMD_RETURN_IF_ERROR(ReadKeepAlive(body, &out->keep_alive));
+  LLMD_RETURN_IF_ERROR(ReadKeepAlive(body, &out->keep_alive_ms));
   LLMD_RETURN_IF_ERROR(ReadLogprobs(body, &r));
   return ReadOptions(body, OptionUse::kGenerate, limits, &r, &out->num_ctx);
 }
@@ -542,8 +553,7 @@ namespace {
 
 Status ReadEmbedCommon(const json& j, const OllamaLimits& limits, OllamaEmbedRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadModel(j, &r->model));
-  bool keep_alive = false;
-  LLMD_RETURN_IF_ERROR(ReadKeepAlive(j, &keep_alive));
+  LLMD_RETURN_IF_ERROR(ReadKeepAlive(j, &r->keep_alive_ms));
   GenerationRequest unused;
   std::optional<int64_t> num_ctx;
   return ReadOptions(j, OptionUse::kEmbed, limits, &unused, &num_ctx);
@@ -1111,11 +1121,11 @@ std::vector<json> OllamaReply::Finish(const engine::Completion& done, bool refus
   return lines;
 }
 
-json OllamaLoadReply(const OllamaReplyContext& ctx) {
+json OllamaLoadReply(const OllamaReplyContext& ctx, bool unload) {
   json j = {{"model", ctx.model},
             {"created_at", ctx.created_at},
             {"done", true},
-            {"done_reason", "load"}};
+            {"done_reason", unload ? "unload" : "load"}};
   PutReply(ctx, engine::ParsedReply{}, &j);
   return j;
 }

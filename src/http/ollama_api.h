@@ -59,7 +59,9 @@ struct OllamaGenerateRequest {
   // answered at once with done_reason "load" (llmd's models are always loaded).
   bool load_only = false;
   std::optional<int64_t> num_ctx;  // options.num_ctx, already checked against the limit
-  bool keep_alive = false;         // the field was given (accepted, not applied)
+  // keep_alive: how long the model keeps its working memory (KV cache, scratch) once idle
+  // after this request; -1: until a later request says; unset: idle_release_after.
+  std::optional<int64_t> keep_alive_ms;
 };
 
 Result<OllamaGenerateRequest> ParseOllamaChat(std::string_view body, const OllamaLimits& limits);
@@ -72,6 +74,7 @@ struct OllamaEmbedRequest {
   std::optional<std::string> model;
   std::vector<std::string> inputs;  // empty: a load request, answered with no vectors
   std::optional<int64_t> dimensions;
+  std::optional<int64_t> keep_alive_ms;  // as in OllamaGenerateRequest
 };
 Result<OllamaEmbedRequest> ParseOllamaEmbed(std::string_view body, const OllamaLimits& limits);
 Result<OllamaEmbedRequest> ParseOllamaEmbeddings(std::string_view body, const OllamaLimits& limits);
@@ -195,7 +198,7 @@ class OllamaReply {
 };
 
 // The answer to a load request: done:true, done_reason "load", nothing generated.
-nlohmann::json OllamaLoadReply(const OllamaReplyContext& ctx);
+nlohmann::json OllamaLoadReply(const OllamaReplyContext& ctx, bool unload);
 
 // /api/embed: {model, embeddings, total_duration, load_duration, prompt_eval_count}.
 std::string RenderOllamaEmbed(const std::string& model,

@@ -55,7 +55,7 @@ TEST(OllamaApi, ParsesAChatRequestWithEveryField) {
   EXPECT_FALSE(r->load_only);
   EXPECT_EQ(*g.model, "m:latest");  // the routes resolve the tag
   EXPECT_FALSE(g.stream);
-  EXPECT_TRUE(r->keep_alive);
+  EXPECT_EQ(r->keep_alive_ms, 300000);  // "5m"
   ASSERT_TRUE(g.enable_thinking.has_value());
   EXPECT_TRUE(*g.enable_thinking);
   EXPECT_EQ(g.top_logprobs, 3);
@@ -94,7 +94,7 @@ TEST(OllamaApi, DefaultsAreOllamasAndNullIsAbsent) {
   EXPECT_FALSE(r->gen.temperature.has_value());
   EXPECT_FALSE(r->gen.max_tokens.has_value());
   EXPECT_EQ(r->gen.top_logprobs, -1);
-  EXPECT_FALSE(r->keep_alive);
+  EXPECT_FALSE(r->keep_alive_ms.has_value());
   EXPECT_FALSE(r->num_ctx.has_value());
 }
 
@@ -127,7 +127,7 @@ TEST(OllamaApi, NoMessagesIsALoadRequest) {
   auto g = ParseOllamaGenerate(R"({"model":"m","keep_alive":0})", kLimits);
   ASSERT_TRUE(g.has_value());
   EXPECT_TRUE(g->load_only);
-  EXPECT_TRUE(g->keep_alive);
+  EXPECT_EQ(g->keep_alive_ms, 0);  // the unload request
 }
 
 TEST(OllamaApi, ToolMessagesAnswerCallsByIdByNameOrInOrder) {
@@ -185,6 +185,7 @@ TEST(OllamaApi, RefusesBadChatBodiesWithTheFieldNamed) {
       {Chat(R"(,"format":5)"), "'format' must be \"json\" or a JSON schema object"},
       {Chat(R"(,"think":"max")"), "'think' must be true, false, \"low\", \"medium\" or \"high\""},
       {Chat(R"(,"keep_alive":true)"), "'keep_alive' must be a duration"},
+      {Chat(R"(,"keep_alive":"5 minutes")"), "'keep_alive': '5 minutes' is not a duration"},
       {Chat(R"(,"tools":{})"), "'tools' must be an array"},
       {Chat(R"(,"tools":[{"type":"web_search"}])"), "tools[0].type must be \"function\""},
       {Chat(R"(,"tools":[{"type":"function","function":{}}])"),
@@ -482,9 +483,10 @@ TEST(OllamaApi, TheFinalObjectHasTheDurationsInNanoseconds) {
   st.finish_reason = engine::FinishReason::kStop;
   EXPECT_EQ(OllamaDoneReason(st, false), "stop");
   EXPECT_EQ(OllamaDoneReason(st, true), "content_filter");
-  EXPECT_EQ(OllamaLoadReply(chat),
+  EXPECT_EQ(OllamaLoadReply(chat, false),
             json::parse(R"({"model":"m","created_at":"t","done":true,"done_reason":"load",
                                                  "message":{"role":"assistant","content":""}})"));
+  EXPECT_EQ(OllamaLoadReply(chat, true)["done_reason"], "unload");  // keep_alive 0
 }
 
 // A toy reply format: "<think>...</think>", then content, then "<tool_call>{args}</tool_call>"

@@ -131,7 +131,12 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   }
   r.gen.model = *model;
   OllamaReplyContext reply_ctx{chat, *model, Now()};
-  if (r.load_only) return out.Send(200, kJsonType, Dump(OllamaLoadReply(reply_ctx))) ? 200 : 0;
+  if (r.load_only) {
+    // Ollama's load and unload requests: keep_alive 0 frees the working memory now.
+    if (r.keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*r.keep_alive_ms);
+    const bool unload = r.keep_alive_ms == 0;
+    return out.Send(200, kJsonType, Dump(OllamaLoadReply(reply_ctx, unload))) ? 200 : 0;
+  }
 
   sched::RunRequest run;
   run.api = "http";
@@ -141,6 +146,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   run.guarded_prompt = GuardedPrompt(r.gen);
   const bool stream = r.gen.stream;
   run.job = MakeGenerationJob(r.gen, c);
+  run.job.keep_alive_ms = r.keep_alive_ms;
   if (Status s = run.job.options.sampling.Validate(); !s.ok()) return fail(s);
   run.peer_fd = out.fd();
   run.half_close_is_gone = true;
@@ -199,11 +205,15 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
                : RenderOllamaEmbed(*model, vectors, NanosSince(started), prompt_tokens);
     return out.Send(200, kJsonType, body) ? 200 : 0;
   };
-  if (parsed->inputs.empty()) return reply({}, 0);  // a load request: the model is loaded
+  if (parsed->inputs.empty()) {  // a load request: the model is loaded
+    if (parsed->keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*parsed->keep_alive_ms);
+    return reply({}, 0);
+  }
   sched::RunRequest run;
   run.api = "http";
   run.model = *model;
   run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
+  run.job.keep_alive_ms = parsed->keep_alive_ms;
   run.peer_fd = out.fd();
   run.half_close_is_gone = true;
   run.timeout_ms = config->request_timeout_ms;

@@ -5,6 +5,10 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__GLIBC__)  // defined by the headers above
+#include <malloc.h>
+#endif
+
 #include "chat/stop_strings.h"
 #include "chat/think_stripper.h"
 #include "common/log.h"
@@ -176,12 +180,29 @@ void EngineWorker::ClearMemory() {
   checkpoints_.Clear();
 }
 
+void EngineWorker::StartIdleTime(const Job& job) {
+  idle_since_ms_ = clock_.NowMs();
+  release_after_ms_ = job.keep_alive_ms.value_or(options_.idle_release_after_ms);
+}
+
+void EngineWorker::KeepAlive(int64_t ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_since_ms_ = clock_.NowMs();
+  release_after_ms_ = ms;
+  cv_.notify_all();  // an idle engine thread looks again now
+}
+
 void EngineWorker::ReleaseWhenIdleLongEnough() {
   if (release_after_ms_ < 0 || !engine_ || !memory_.working_memory) return;
   if (clock_.NowMs() - idle_since_ms_ < release_after_ms_) return;
   const engine::MemoryUse before = engine_->memory_use();
   ClearMemory();  // the slots' bookkeeping and the checkpoints go with the memory
   engine_->ReleaseWorkingMemory();
+#if defined(__GLIBC__)
+  // The freed checkpoints (heap strings of a few MiB each) stay in glibc's arenas otherwise:
+  // measured 186 MiB kept on the hybrid 0.8B shape after a release.
+  malloc_trim(0);
+#endif
   memory_ = engine_->memory_use();
   ++releases_;
   Log(LogLevel::kInfo, "working_memory_released",
@@ -571,6 +592,7 @@ void EngineWorker::Admit(Job job) {
                         : "this model is loaded for embeddings; it does not generate text")));
     }
     std::lock_guard<std::mutex> lock(mu_);
+    StartIdleTime(job);
     std::erase(running_, job.channel);
     return;
   }
@@ -832,11 +854,9 @@ void EngineWorker::Fail(Slot& slot, const Status& status) {
 }
 
 void EngineWorker::EndJob(Slot& slot) {
-  // Before the job leaves running_: whoever sees it gone sees the idle time started.
-  idle_since_ms_ = clock_.NowMs();
-  release_after_ms_ = slot.job.keep_alive_ms.value_or(options_.idle_release_after_ms);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    StartIdleTime(slot.job);  // before the job leaves running_: whoever sees it gone sees this
     std::erase(running_, slot.job.channel);
   }
   slot.busy = false;

@@ -112,6 +112,10 @@ class EngineWorker {
   void PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens);
   WorkerStats stats() const;
 
+  // Keeps the working memory this long from now when idle, then frees it (< 0: until a job
+  // says otherwise); Ollama's keep_alive on a request that generates nothing.
+  void KeepAlive(int64_t ms);
+
   // Replaces the engine between jobs; the old one serves until then and is then released.
   void SwapEngine(std::unique_ptr<engine::Engine> engine);
 
@@ -165,6 +169,8 @@ class EngineWorker {
   void ClearMemory();
   // Frees the engine's working memory once the idle time has run out; mu_ held.
   void ReleaseWhenIdleLongEnough();
+  // The idle time after `job` starts now, with its keep_alive or the default; mu_ held.
+  void StartIdleTime(const Job& job);
   void PublishHealth();
 
   const WorkerOptions options_;
@@ -199,8 +205,8 @@ class EngineWorker {
   int64_t use_counter_ = 0;                   // engine thread only: LRU clock
   size_t busy_peak_ = 0, last_peak_ = 0;      // engine thread only: most slots busy at once, now
                                               // and in the last busy period (admission window)
-  int64_t idle_since_ms_ = 0;                 // engine thread only: when the last job ended
-  int64_t release_after_ms_ = -1;             // engine thread only: idle time before a release
+  int64_t idle_since_ms_ = 0;                 // guarded by mu_: when the last job ended
+  int64_t release_after_ms_ = -1;             // guarded by mu_: idle time before a release
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0};
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
