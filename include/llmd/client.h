@@ -73,6 +73,17 @@ struct ServerStats {
   uint32_t active = 0;
   uint32_t queued = 0;
   uint32_t sessions = 0;
+  // The default model's memory in MiB; absent from a daemon that does not report it.
+  struct Memory {
+    uint32_t weights_resident_mib = 0;
+    uint32_t kv_reserved_mib = 0;
+    uint32_t kv_resident_mib = 0;  // KV pages are committed as tokens use them
+    uint32_t compute_mib = 0;      // 0 after an idle release
+    uint32_t checkpoints_mib = 0;
+    uint32_t process_resident_mib = 0;
+    uint32_t working_memory_releases = 0;  // idle releases since start
+  };
+  std::optional<Memory> memory;
 };
 
 struct Health {

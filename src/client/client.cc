@@ -250,8 +250,14 @@ ClientResult<ServerStats> LlmClient::Stats() const {
   if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
   if (resp->type != proto::Response::Type::kServerStats) return Unexpected(*resp);
   const auto& s = resp->server_stats;
-  return ServerStats{s.requests, s.generated_tokens, s.ttft_p50_ms, s.ttft_p95_ms, s.prefill_tokens_per_second,
-                     s.decode_tokens_per_second, s.cached_token_ratio, s.active, s.queued, s.sessions};
+  ServerStats out{s.requests, s.generated_tokens, s.ttft_p50_ms, s.ttft_p95_ms, s.prefill_tokens_per_second,
+                  s.decode_tokens_per_second, s.cached_token_ratio, s.active, s.queued, s.sessions, std::nullopt};
+  if (s.memory) {
+    const proto::MemoryStats& m = *s.memory;
+    out.memory = ServerStats::Memory{m.weights_resident_mib, m.kv_reserved_mib, m.kv_resident_mib, m.compute_mib,
+                                     m.checkpoints_mib, m.process_resident_mib, m.working_memory_releases};
+  }
+  return out;
 }
 
 ClientResult<std::vector<std::string>> LlmClient::Models() const {

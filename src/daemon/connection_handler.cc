@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/process_memory.h"
 #include "common/utf8.h"
 #include "format/session_file.h"
 #include "daemon/native_errors.h"
@@ -90,6 +91,15 @@ Response StatsResponse(const ServerContext& ctx) {
                     static_cast<float>(w.ttft_p50_ms), static_cast<float>(w.ttft_p95_ms),
                     static_cast<float>(w.prefill_tokens_per_second), static_cast<float>(w.decode_tokens_per_second),
                     static_cast<float>(w.cached_token_ratio), w.active, w.queued, w.sessions};
+  auto mib = [](uint64_t bytes) { return static_cast<uint32_t>(std::min<uint64_t>(bytes >> 20, UINT32_MAX)); };
+  r.server_stats.memory = proto::MemoryStats{
+      .weights_resident_mib = mib(w.memory.weights.resident),
+      .kv_reserved_mib = mib(w.memory.kv.reserved),
+      .kv_resident_mib = mib(w.memory.kv.resident),
+      .compute_mib = mib(w.memory.compute.reserved),
+      .checkpoints_mib = mib(w.checkpoint_bytes),
+      .process_resident_mib = mib(ReadProcessMemory().resident),
+      .working_memory_releases = static_cast<uint32_t>(std::min<uint64_t>(w.working_memory_releases, UINT32_MAX))};
   return r;
 }
 

@@ -172,6 +172,14 @@ std::string EncodeResponse(const Response& r) {
       w.Varint(st.active);
       w.Varint(st.queued);
       w.Varint(st.sessions);
+      if (st.memory) {  // appended; without it the bytes are the earlier ServerStats exactly
+        const MemoryStats& m = *st.memory;
+        w.U8(1);
+        for (uint32_t v : {m.weights_resident_mib, m.kv_reserved_mib, m.kv_resident_mib, m.compute_mib,
+                           m.checkpoints_mib, m.process_resident_mib, m.working_memory_releases}) {
+          w.Varint(v);
+        }
+      }
       break;
     }
     case Response::Type::kModels:
@@ -236,6 +244,14 @@ Result<Response> DecodeResponse(std::string_view payload) {
       LLMD_RETURN_IF_ERROR(r.Varint32(&st.active));
       LLMD_RETURN_IF_ERROR(r.Varint32(&st.queued));
       LLMD_RETURN_IF_ERROR(r.Varint32(&st.sessions));
+      if (r.done()) break;  // an older llmd: no memory
+      LLMD_RETURN_IF_ERROR(r.Option(&st.memory, [&](MemoryStats* m) -> Status {
+        for (uint32_t* v : {&m->weights_resident_mib, &m->kv_reserved_mib, &m->kv_resident_mib, &m->compute_mib,
+                            &m->checkpoints_mib, &m->process_resident_mib, &m->working_memory_releases}) {
+          LLMD_RETURN_IF_ERROR(r.Varint32(v));
+        }
+        return Status::Ok();
+      }));
       break;
     }
     case 7: {

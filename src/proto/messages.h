@@ -107,6 +107,18 @@ struct Stats {
   friend bool operator==(const Stats&, const Stats&) = default;
 };
 
+// The default model's memory, MiB (an llmd extension appended to ServerStats).
+struct MemoryStats {
+  uint32_t weights_resident_mib = 0;
+  uint32_t kv_reserved_mib = 0;
+  uint32_t kv_resident_mib = 0;
+  uint32_t compute_mib = 0;           // scratch and outputs; 0 after an idle release
+  uint32_t checkpoints_mib = 0;       // recurrent-state checkpoints (hybrid models)
+  uint32_t process_resident_mib = 0;  // the whole daemon (VmRSS)
+  uint32_t working_memory_releases = 0;
+  friend bool operator==(const MemoryStats&, const MemoryStats&) = default;
+};
+
 // Counters since the daemon started (Stats).
 struct ServerStats {
   uint32_t requests = 0;          // generations finished
@@ -119,6 +131,8 @@ struct ServerStats {
   uint32_t active = 0;            // generations running now
   uint32_t queued = 0;
   uint32_t sessions = 0;
+  // Appended: absent from an older llmd (nothing follows `sessions` then).
+  std::optional<MemoryStats> memory;
   friend bool operator==(const ServerStats&, const ServerStats&) = default;
 };
 

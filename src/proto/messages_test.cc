@@ -236,6 +236,10 @@ TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   st.type = Response::Type::kServerStats;
   st.server_stats = {3, 300, 10.0f, 20.0f, 0, 0, 0.5f, 1, 0, 2};
   ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02");
+  // llmd's appended memory: an Option of seven varints (MiB, and the release count).
+  st.server_stats.memory = proto::MemoryStats{358, 896, 12, 28, 0, 420, 1};
+  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 "
+                          "01 e6 02 80 07 0c 1c 00 a4 03 01");
 }
 
 TEST(Messages, ErrorCodesKeepTheSeedOrder) {

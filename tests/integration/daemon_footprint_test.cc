@@ -73,6 +73,15 @@ TEST(DaemonFootprint, AfterAnIdleReleaseTheNextAnswerIsTheSame) {
   EXPECT_EQ(Metric(released, MemorySeries(model, "kv", "resident")), 0) << released;
   EXPECT_EQ(Metric(released, MemorySeries(model, "compute", "reserved")), 0) << released;
   EXPECT_GT(Metric(released, MemorySeries(model, "weights", "resident")), 0) << released;
+  // The native Stats reply (llmctl stats) says the same.
+  auto stats = LlmClient(d.process().socket()).Stats();
+  ASSERT_TRUE(stats.has_value());
+  ASSERT_TRUE(stats->memory.has_value());
+  EXPECT_EQ(stats->memory->working_memory_releases, 1u);
+  EXPECT_EQ(stats->memory->kv_reserved_mib, 0u);
+  EXPECT_EQ(stats->memory->compute_mib, 0u);
+  EXPECT_GT(stats->memory->weights_resident_mib, 0u);
+  EXPECT_GT(stats->memory->process_resident_mib, stats->memory->weights_resident_mib);
 
   const HttpReply second = d.Unix("POST", "/v1/chat/completions", body);
   ASSERT_EQ(second.status, 200) << second.body;

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   chat->add_option("--session", session, "Session id (default: a new one)");
   chat->add_flag("--restore", restore, "Continue the session saved under --session");
   chat->add_option("--system", chat_system, "System prompt of a new session");
-  auto* stats = app.add_subcommand("stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse");
+  auto* stats = app.add_subcommand("stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse, memory");
   auto* models = app.add_subcommand("models", "List the loaded models");
   auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
   auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
@@ -187,6 +187,13 @@ int main(int argc, char** argv) {
                           {"active", r->active},
                           {"queued", r->queued},
                           {"sessions", r->sessions}};
+      if (r->memory) {
+        const auto& m = *r->memory;
+        j["memory_mib"] = {{"weights_resident", m.weights_resident_mib}, {"kv_reserved", m.kv_reserved_mib},
+                           {"kv_resident", m.kv_resident_mib},           {"compute", m.compute_mib},
+                           {"checkpoints", m.checkpoints_mib},           {"process_resident", m.process_resident_mib}};
+        j["working_memory_releases"] = m.working_memory_releases;
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("requests: %u (%u generated tokens)\nttft: p50 %.0f ms, p95 %.0f ms\n"
@@ -194,6 +201,13 @@ int main(int argc, char** argv) {
                   "now: %u active, %u queued, %u chat sessions\n",
                   r->requests, r->generated_tokens, r->ttft_p50_ms, r->ttft_p95_ms, r->prefill_tokens_per_second,
                   r->decode_tokens_per_second, r->cached_token_ratio * 100, r->active, r->queued, r->sessions);
+      if (r->memory) {
+        const auto& m = *r->memory;
+        std::printf("memory: weights %u MiB, KV %u of %u MiB resident, compute %u MiB, checkpoints %u MiB; "
+                    "process %u MiB resident; %u idle release(s)\n",
+                    m.weights_resident_mib, m.kv_resident_mib, m.kv_reserved_mib, m.compute_mib, m.checkpoints_mib,
+                    m.process_resident_mib, m.working_memory_releases);
+      }
     }
     return kOk;
   }
