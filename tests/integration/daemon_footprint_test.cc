@@ -96,5 +96,32 @@ TEST(DaemonFootprint, AfterAnIdleReleaseTheNextAnswerIsTheSame) {
   EXPECT_GT(Metric(after, MemorySeries(model, "kv", "resident")), 0) << after;
 }
 
+// The budget counts reserved bytes of every kind: a budget that holds the weights and the
+// KV cache but not the compute scratch is refused, with numbers.
+TEST(DaemonFootprint, TheMemoryBudgetCountsTheComputeScratch) {
+  DaemonProcess probe;
+  ASSERT_TRUE(probe.ready()) << probe.log();
+  const std::string log = probe.log();
+  std::smatch kv, compute;
+  ASSERT_TRUE(std::regex_search(log, kv, std::regex("kv_cache_mib=([0-9]+)"))) << log;
+  ASSERT_TRUE(std::regex_search(log, compute, std::regex("placement_device .* compute_mib=([0-9.]+)"))) << log;
+  std::ifstream model(TinyModelPath(), std::ios::binary | std::ios::ate);
+  const uint64_t file_bytes = static_cast<uint64_t>(model.tellg());
+  const uint64_t kv_bytes = std::stoull(kv[1]) << 20;
+  const double compute_mib = std::stod(compute[1]);
+  ASSERT_GE(compute_mib, 2.0) << "the scratch must matter for this test";
+  const uint64_t without_compute_mib = ((file_bytes + kv_bytes) >> 20) + 1;
+
+  DaemonProcess tight({"--memory-budget-mb", std::to_string(without_compute_mib)});
+  EXPECT_EQ(tight.WaitExit(std::chrono::seconds(120)), 1);
+  EXPECT_NE(tight.log().find("compute scratch and checkpoints to"), std::string::npos) << tight.log();
+  EXPECT_NE(tight.log().find("over the memory budget of " + std::to_string(without_compute_mib) + " MiB"),
+            std::string::npos)
+      << tight.log();
+
+  DaemonProcess roomy({"--memory-budget-mb", std::to_string(without_compute_mib + static_cast<uint64_t>(compute_mib) + 2)});
+  EXPECT_TRUE(roomy.ready()) << roomy.log();
+}
+
 }  // namespace
 }  // namespace llmd::testing
