@@ -156,6 +156,7 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
   const std::string cpu = GreedyText({});
   std::string split;
   long a_loaded = 0, b_loaded = 0;
+  std::map<std::string, long> weights_kib;  // what the log says each server holds
   {
     DaemonProcess d({"--rpc", a.endpoint() + "," + b.endpoint(), "--device", "RPC0,RPC1", "--gpu-layers", "-1"});
     ASSERT_TRUE(d.ready()) << d.log();
@@ -170,6 +171,7 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
     for (const std::string device : {"RPC0", "RPC1"}) {
       auto p = PlacementOf(d.log(), device);
       EXPECT_EQ(p["weights_mib"], p["planned_weights_mib"]) << device << "\n" << d.log();
+      weights_kib[device] = static_cast<long>(std::stod(p["weights_mib"]) * 1024);
     }
     EXPECT_EQ(PlacementOf(d.log(), "RPC0")["layers"], "2");
     EXPECT_EQ(PlacementOf(d.log(), "RPC1")["output"], "yes");
@@ -180,8 +182,10 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
   }
   std::printf("RPC servers grew by %ld and %ld KiB while serving the split model\n", a_loaded, b_loaded);
   EXPECT_EQ(split, cpu) << "greedy output over RPC0+RPC1 equals the CPU-only run";
-  EXPECT_GT(a_loaded, 2 * 1024) << "RPC0 holds part of the model";
-  EXPECT_GT(b_loaded, 2 * 1024) << "RPC1 holds part of the model";
+  // Each server holds its part's weights; their KV pages are committed only as tokens use
+  // them (patches/llama.cpp/0001), so the weights are what must show.
+  EXPECT_GE(a_loaded, weights_kib["RPC0"] * 9 / 10) << "RPC0 holds its layers";
+  EXPECT_GE(b_loaded, weights_kib["RPC1"] * 9 / 10) << "RPC1 holds the output head";
 }
 
 // The 0.6B shape with one 512-token slot: small enough for two loopback servers, layers
@@ -230,7 +234,7 @@ TEST(DaemonRpc, ThePlannersSplitIsTheOneLlamaCppUses) {
 TEST(DaemonRpc, AModelThatCannotFitIsRefusedBeforeLoadingAndFitOffloadsWhatFits) {
   RpcServer a, b;
   const auto base = With(kSmallContext, {"--rpc", a.endpoint() + "," + b.endpoint(), "--device", "RPC0,RPC1",
-                                         "--device-memory", "RPC0=150M,RPC1=550M"});
+                                         "--device-memory", "RPC0=100M,RPC1=250M"});
   {
     DaemonProcess d(With(base, {"--gpu-layers", "all"}), Qwen06bQ4Path());
     EXPECT_FALSE(d.ready());
@@ -246,8 +250,8 @@ TEST(DaemonRpc, AModelThatCannotFitIsRefusedBeforeLoadingAndFitOffloadsWhatFits)
   auto cpu = PlacementOf(d.log(), "CPU");
   EXPECT_GT(std::stoi(cpu["layers"]), 0) << "the layers that do not fit stay on the CPU\n" << d.log();
   EXPECT_EQ(PlacementOf(d.log(), "RPC1")["output"], "yes");
-  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC0")["planned_mib"]), 150.0);
-  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC1")["planned_mib"]), 550.0);
+  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC0")["planned_mib"]), 100.0);
+  EXPECT_LE(std::stod(PlacementOf(d.log(), "RPC1")["planned_mib"]), 250.0);
 }
 
 TEST(DaemonRpc, AnUnreachableServerIsAClearStartupError) {
