@@ -84,6 +84,9 @@ struct SamplingParams {
   std::string grammar_prefill;
   // Added to a token's logit before sampling (OpenAI logit_bias; -100 bans a token).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // The end-of-generation tokens are never sampled, so generation runs to max_tokens or a
+  // stop string (llama-server's ignore_eos; benchmarks use it).
+  bool ignore_eos = false;
   // Report each sampled token's log-probability and this many top alternatives (0..20);
   // -1: no log-probabilities.
   int32_t top_logprobs = -1;

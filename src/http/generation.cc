@@ -33,6 +33,7 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
   if (r.seed) p.seed = *r.seed;
   p.logit_bias = r.logit_bias;
+  p.ignore_eos = r.ignore_eos;
   p.top_logprobs = r.top_logprobs;
   job.stop = r.stop;
   job.stream = r.stream;

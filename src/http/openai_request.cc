@@ -46,6 +46,7 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "presence_penalty", -2, 2, &r->presence_penalty));
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", -2, 2, &r->frequency_penalty));
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r->stream));
+  LLMD_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &r->ignore_eos));
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");
     LLMD_RETURN_IF_ERROR(ReadBool(*so, "include_usage", &r->include_usage));

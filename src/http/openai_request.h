@@ -37,6 +37,7 @@ struct GenerationRequest {
   std::optional<uint32_t> seed;
   std::vector<std::string> stop;
   bool stream = false;
+  bool ignore_eos = false;              // llama-server's extension: never sample end-of-generation
   bool include_usage = false;    // stream_options.include_usage
   // Thinking: chat_template_kwargs.enable_thinking or reasoning_effort; none: the model's
   // configured default.

@@ -16,7 +16,7 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
       {"role":"user","content":[{"type":"text","text":"hi "},{"type":"text","text":"there"}]}],
       "max_tokens":7,"temperature":0.5,"top_p":0.8,"seed":42,"stop":["a","b"],"stream":true,
       "stream_options":{"include_usage":true},"chat_template_kwargs":{"enable_thinking":true},
-      "user":"ignored","n":1,"presence_penalty":0.1,"frequency_penalty":-0.5})");
+      "user":"ignored","n":1,"presence_penalty":0.1,"frequency_penalty":-0.5,"ignore_eos":true})");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->messages.size(), 2u);
   EXPECT_EQ(r->messages[0].role, "system");
@@ -32,6 +32,7 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
   ASSERT_TRUE(r->enable_thinking.has_value());
   EXPECT_TRUE(*r->enable_thinking);
   EXPECT_EQ(r->n, 1u);
+  EXPECT_TRUE(r->ignore_eos);
 }
 
 TEST(OpenAiRequest, NullMeansAbsentAndThinkingDefaultsOff) {
@@ -40,6 +41,7 @@ TEST(OpenAiRequest, NullMeansAbsentAndThinkingDefaultsOff) {
   EXPECT_FALSE(r->max_tokens.has_value());
   EXPECT_FALSE(r->enable_thinking.has_value());  // the configured default decides
   EXPECT_FALSE(r->stream);
+  EXPECT_FALSE(r->ignore_eos);
 }
 
 TEST(OpenAiRequest, RejectsBadBodiesWithTheFieldNamed) {

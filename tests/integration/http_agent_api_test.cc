@@ -225,6 +225,31 @@ TEST_F(AgentApi, LogprobsComeInOpenAisShapeAndLogitBiasBansAToken) {
   EXPECT_NE(Parse(banned)["choices"][0]["logprobs"]["content"][0]["token"], content[0]["token"]) << banned.body;
 }
 
+// ignore_eos (llama-server's extension): with the end-of-turn tokens pushed to the top, the
+// answer ends at once; with ignore_eos as well it runs to max_tokens.
+TEST_F(AgentApi, IgnoreEosRunsToMaxTokensWhereTheModelWouldStop) {
+  std::vector<int> ends;
+  for (const char* text : {"<|im_end|>", "<|endoftext|>"}) {
+    auto t = daemon_->Unix("POST", "/tokenize", json{{"content", text}, {"parse_special", true}}.dump());
+    ASSERT_EQ(t.status, 200) << t.body;
+    const json parsed = Parse(t);
+    ASSERT_EQ(parsed["tokens"].size(), 1u) << t.body;
+    ends.push_back(parsed["tokens"][0].get<int>());
+  }
+  json bias = json::object();
+  for (int id : ends) bias[std::to_string(id)] = 100;
+  auto stops = Chat(Body("Say something", 8, {{"temperature", 0}, {"logit_bias", bias}}));
+  ASSERT_EQ(stops.status, 200) << stops.body;
+  EXPECT_EQ(Parse(stops)["choices"][0]["finish_reason"], "stop") << stops.body;
+  EXPECT_LE(Parse(stops)["usage"]["completion_tokens"].get<int>(), 1) << stops.body;
+
+  auto runs = Chat(Body("Say something", 8, {{"temperature", 0}, {"logit_bias", bias}, {"ignore_eos", true}}));
+  ASSERT_EQ(runs.status, 200) << runs.body;
+  EXPECT_EQ(Parse(runs)["choices"][0]["finish_reason"], "length") << runs.body;
+  EXPECT_EQ(Parse(runs)["usage"]["completion_tokens"], 8) << runs.body;
+  EXPECT_EQ(Chat(Body("Say something", 8, {{"ignore_eos", "yes"}})).status, 400);
+}
+
 TEST_F(AgentApi, SeveralChoicesEachHaveTheirIndexAndShareThePrompt) {
   auto r = Chat(Body("Name a colour", 6, {{"n", 2}, {"seed", 3}, {"temperature", 1.0}}));
   ASSERT_EQ(r.status, 200) << r.body;

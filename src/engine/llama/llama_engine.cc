@@ -751,9 +751,15 @@ Result<llama_sampler_ptr> LlamaEngine::NewSamplerChain(const SamplingParams& p) 
   auto params = llama_sampler_chain_default_params();
   params.no_perf = true;
   llama_sampler_ptr chain(llama_sampler_chain_init(params));
-  if (!p.logit_bias.empty()) {
-    std::vector<llama_logit_bias> biases;
-    for (const auto& [token, bias] : p.logit_bias) biases.push_back({token, bias});
+  std::vector<llama_logit_bias> biases;
+  for (const auto& [token, bias] : p.logit_bias) biases.push_back({token, bias});
+  if (p.ignore_eos) {
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
+    for (int32_t t = 0; t < n_vocab; ++t) {
+      if (llama_vocab_is_eog(vocab_, t)) biases.push_back({t, -INFINITY});
+    }
+  }
+  if (!biases.empty()) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_logit_bias(llama_vocab_n_tokens(vocab_),
                                                                        static_cast<int32_t>(biases.size()),
                                                                        biases.data()));
