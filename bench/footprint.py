@@ -20,7 +20,7 @@ OUT/footprint.partial.json, a line per session as it ends, for a run cut short).
 import argparse, json, os, shutil, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from suite import ROOT, Contenders, ask, computed_tokens, machine, progress, spread, text_of
+from suite import ROOT, Contenders, ask, computed_tokens, machine, progress, spread, text_of, write_results
 
 PARALLEL, CONTEXT = 4, 2048        # slots and tokens per slot, the same for every contender
 RELEASE_AFTER_S = 3                # llmd --idle-release-after
@@ -308,11 +308,7 @@ def main():
     results["models"] = [run_model(o, m, workdir, who) for m in o.model]
     results["load_end"] = load_average()
     table = report(o, results)
-    print(table)
-    with open(os.path.join(o.out, "footprint.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(o.out, "footprint.txt"), "w") as f:
-        f.write(table + "\n")
+    write_results(o.out, "footprint", results, table)
     progress(f"wrote {o.out}/footprint.json, footprint.txt")
 
 

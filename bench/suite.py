@@ -617,6 +617,15 @@ unset multiplot
     return True
 
 
+
+def write_results(out, stem, results, table):
+    """Prints the table and writes OUT/STEM.json (every number) and the table beside it."""
+    print(table)
+    with open(os.path.join(out, stem + ".json"), "w") as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(out, "table.txt" if stem == "results" else stem + ".txt"), "w") as f:
+        f.write(table + "\n")
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -644,11 +653,7 @@ def main():
     serving(o, workdir, results)
     bandwidth(o, results)
     table = report(o, results)
-    print(table)
-    with open(os.path.join(o.out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    with open(os.path.join(o.out, "table.txt"), "w") as f:
-        f.write(table + "\n")
+    write_results(o.out, "results", results, table)
     png = os.path.join(o.out, "load.png")
     made = chart(o, results, png)
     progress(f"wrote {o.out}/results.json, table.txt" + (", load.png" if made else ""))
