@@ -77,8 +77,7 @@ EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions
   placement_ = engine_->model_info().placement;
   PublishHealth();
   last_progress_ms_ = clock_.NowMs();
-  idle_since_ms_ = clock_.NowMs();  // idle from the start: an unused model is released too
-  release_after_ms_ = options_.idle_release_after_ms;
+  StartIdleTime(std::nullopt);  // idle from the start: an unused model is released too
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -180,15 +179,14 @@ void EngineWorker::ClearMemory() {
   checkpoints_.Clear();
 }
 
-void EngineWorker::StartIdleTime(const Job& job) {
+void EngineWorker::StartIdleTime(std::optional<int64_t> keep_alive_ms) {
   idle_since_ms_ = clock_.NowMs();
-  release_after_ms_ = job.keep_alive_ms.value_or(options_.idle_release_after_ms);
+  release_after_ms_ = keep_alive_ms.value_or(options_.idle_release_after_ms);
 }
 
 void EngineWorker::KeepAlive(int64_t ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  idle_since_ms_ = clock_.NowMs();
-  release_after_ms_ = ms;
+  StartIdleTime(ms);
   cv_.notify_all();  // an idle engine thread looks again now
 }
 
@@ -266,8 +264,7 @@ std::vector<Job> EngineWorker::TakeAdmissions() {
       slots_.back()->sequence = i;
     }
     ClearMemory();
-    idle_since_ms_ = clock_.NowMs();
-    release_after_ms_ = options_.idle_release_after_ms;
+    StartIdleTime(std::nullopt);
     lock.unlock();  // PublishHealth takes mu_
     PublishHealth();
     lock.lock();
@@ -592,7 +589,7 @@ void EngineWorker::Admit(Job job) {
                         : "this model is loaded for embeddings; it does not generate text")));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    StartIdleTime(job);
+    StartIdleTime(job.keep_alive_ms);
     std::erase(running_, job.channel);
     return;
   }
@@ -856,7 +853,7 @@ void EngineWorker::Fail(Slot& slot, const Status& status) {
 void EngineWorker::EndJob(Slot& slot) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    StartIdleTime(slot.job);  // before the job leaves running_: whoever sees it gone sees this
+    StartIdleTime(slot.job.keep_alive_ms);  // before the job leaves running_: whoever sees it gone sees this
     std::erase(running_, slot.job.channel);
   }
   slot.busy = false;

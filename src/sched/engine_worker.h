@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -169,8 +170,9 @@ class EngineWorker {
   void ClearMemory();
   // Frees the engine's working memory once the idle time has run out; mu_ held.
   void ReleaseWhenIdleLongEnough();
-  // The idle time after `job` starts now, with its keep_alive or the default; mu_ held.
-  void StartIdleTime(const Job& job);
+  // The idle time starts now and lasts `keep_alive_ms`, or idle_release_after_ms when unset
+  // (< 0: no release); mu_ held, or before the thread starts.
+  void StartIdleTime(std::optional<int64_t> keep_alive_ms);
   void PublishHealth();
 
   const WorkerOptions options_;
