@@ -25,6 +25,7 @@
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_placement.h"
+#include "engine/llama/llama_sampler.h"
 #include "format/model_file.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -90,93 +91,6 @@ Result<llama_flash_attn_type> FlashAttnType(const std::string& name) {
   if (name == "off") return LLAMA_FLASH_ATTN_TYPE_DISABLED;
   return InvalidArgumentError("flash_attention '" + name + "' is not one of auto, on, off");
 }
-
-class LlamaEngine;
-
-class LlamaSampler final : public Sampler {
- public:
-  // `grammar` may be null; it is kept apart from the chain so that most tokens cost one
-  // check of the sampled token instead of a pass over the whole vocabulary.
-  LlamaSampler(llama_sampler_ptr chain, llama_sampler_ptr grammar, llama_context* ctx,
-               std::function<std::string(TokenId)> piece)
-      : chain_(std::move(chain)), grammar_(std::move(grammar)), ctx_(ctx), piece_(std::move(piece)) {}
-
-  TokenId Sample(int32_t output_index) override {
-    try {
-      if (!grammar_) return llama_sampler_sample(chain_.get(), ctx_, output_index);
-      return SampleWithGrammar(output_index);
-    } catch (const std::exception&) {
-      return kNoToken;  // the grammar rejected every token (llama.cpp throws on its accept)
-    }
-  }
-
-  // Log-softmax over the raw logits: the model's own distribution, as OpenAI reports it.
-  TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) override {
-    const float* logits = llama_get_logits_ith(ctx_, output_index);
-    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
-    TokenLogprob out;
-    out.text = piece_(token);
-    if (logits == nullptr) return out;
-    float max = logits[0];
-    for (int32_t i = 1; i < n; ++i) max = std::max(max, logits[i]);
-    double sum = 0;
-    for (int32_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-    const float log_z = max + static_cast<float>(std::log(sum));
-    out.logprob = logits[token] - log_z;
-    if (top <= 0) return out;
-    std::vector<std::pair<float, TokenId>> best;  // a min-heap of the `top` largest logits
-    auto greater = [](const auto& a, const auto& b) { return a.first > b.first; };
-    for (int32_t i = 0; i < n; ++i) {
-      if (static_cast<int32_t>(best.size()) < top) {
-        best.emplace_back(logits[i], i);
-        std::push_heap(best.begin(), best.end(), greater);
-      } else if (logits[i] > best.front().first) {
-        std::pop_heap(best.begin(), best.end(), greater);
-        best.back() = {logits[i], i};
-        std::push_heap(best.begin(), best.end(), greater);
-      }
-    }
-    std::sort_heap(best.begin(), best.end(), greater);  // largest first
-    for (const auto& [logit, id] : best) out.top.emplace_back(piece_(id), logit - log_z);
-    return out;
-  }
-
- private:
-  // llama.cpp's rejection sampling (common_sampler_sample): sample as if free; keep the token
-  // when the grammar allows it, else mask the vocabulary by the grammar and sample again.
-  TokenId SampleWithGrammar(int32_t output_index) {
-    const float* logits = llama_get_logits_ith(ctx_, output_index);
-    if (logits == nullptr) return kNoToken;
-    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
-    auto fill = [&] {
-      candidates_.resize(static_cast<size_t>(n));
-      for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i], 0.0f};
-      return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
-    };
-    llama_token_data_array all = fill();
-    llama_sampler_apply(chain_.get(), &all);
-    TokenId token = all.data[all.selected].id;
-    llama_token_data one = {token, 1.0f, 0.0f};
-    llama_token_data_array single = {&one, 1, -1, false};
-    llama_sampler_apply(grammar_.get(), &single);
-    if (single.data[0].logit == -INFINITY) {
-      all = fill();
-      llama_sampler_apply(grammar_.get(), &all);
-      llama_sampler_apply(chain_.get(), &all);
-      if (all.selected < 0 || all.data[all.selected].logit == -INFINITY) return kNoToken;
-      token = all.data[all.selected].id;
-    }
-    llama_sampler_accept(grammar_.get(), token);
-    llama_sampler_accept(chain_.get(), token);
-    return token;
-  }
-
-  llama_sampler_ptr chain_;
-  llama_sampler_ptr grammar_;
-  llama_context* ctx_;
-  std::function<std::string(TokenId)> piece_;
-  std::vector<llama_token_data> candidates_;
-};
 
 class LlamaEngine final : public Engine {
  public:
