@@ -224,7 +224,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
       // A grammar that does not parse would fail every request: refuse it now.
       engine::SamplingParams check = engine::SamplingParams::Greedy();
       check.grammar = c.guard_grammar;
-      LLMD_RETURN_IF_ERROR(engine->NewSampler(check).error().WithContext("guard_grammar"));
+      LLMD_RETURN_IF_ERROR(engine->NewSampler(check, {}).error().WithContext("guard_grammar"));
     }
     auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), options);
     ctx_->AddModel(name, worker.get());

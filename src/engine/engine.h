@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -165,7 +166,10 @@ class Engine {
 
   // Decodes one batch (prompt chunks and/or one new token per sequence) in one call.
   virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
-  virtual Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) = 0;
+  // `context`: the tokens the sequence already holds (the prompt); the penalties' window
+  // starts with the last of them, as llama.cpp's own programs start it.
+  virtual Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,
+                                                      std::span<const TokenId> context) = 0;
   virtual bool IsEndOfGeneration(TokenId token) const = 0;
   // The bytes of a token as generated text (control tokens render as nothing).
   virtual std::string TokenText(TokenId token) const = 0;

@@ -286,7 +286,8 @@ TokenId FakeEngine::SampleAt(int32_t output_index, int32_t* generated) {
   return token;
 }
 
-Result<std::unique_ptr<Sampler>> FakeEngine::NewSampler(const SamplingParams& params) {
+Result<std::unique_ptr<Sampler>> FakeEngine::NewSampler(const SamplingParams& params,
+                                                        std::span<const TokenId> /*context*/) {
   LLMD_RETURN_IF_ERROR(params.Validate());
   return std::unique_ptr<Sampler>(std::make_unique<FakeSampler>(this));
 }

@@ -82,7 +82,9 @@ class FakeEngine final : public Engine {
   Result<std::vector<float>> Embed(const std::vector<TokenId>&) override {
     return UnimplementedError("the fake engine has no embeddings");
   }
-  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override;
+  // The fake's tokens follow from the history alone: sampling parameters are validated only.
+  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,
+                                              std::span<const TokenId> context) override;
   bool IsEndOfGeneration(TokenId token) const override { return token == kEndOfGeneration; }
   std::string TokenText(TokenId token) const override;
   Status TruncateSequence(int32_t sequence, int32_t position) override;

@@ -615,7 +615,7 @@ void EngineWorker::Admit(Job job) {
   }
   std::unique_ptr<engine::Sampler> sampler;
   if (error.ok()) {
-    auto s = engine_->NewSampler(job.options.sampling);
+    auto s = engine_->NewSampler(job.options.sampling, *prompt);
     if (s.has_value()) sampler = std::move(*s);
     else error = s.error();
   }

@@ -184,7 +184,7 @@ TEST(FakeEngine, RecurrentMemoryCutsOnlyAtZeroOrItsEnd) {
 
 TEST(FakeEngine, SamplesFromTheSequenceOfTheOutputIndex) {
   FakeEngine fake;
-  auto sampler = fake.NewSampler(engine::SamplingParams::Greedy());
+  auto sampler = fake.NewSampler(engine::SamplingParams::Greedy(), {});
   ASSERT_TRUE(sampler.has_value());
   ASSERT_TRUE(fake.DecodeBatch({{0, 0, 20, true}, {1, 0, 30, false}, {1, 1, 31, true}}).ok());
   EXPECT_EQ((*sampler)->Sample(0), FakeEngine::NextToken({20}));

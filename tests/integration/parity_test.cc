@@ -37,9 +37,10 @@ std::string ShellQuote(const std::string& s) {
 
 // llama-completion's generated text for `prompt`, greedy: stdout minus its closing newlines
 // and end-of-text marker.
-std::string ReferenceOutput(const std::string& model, const std::string& prompt) {
+// `flags`: more sampling flags for llama-completion.
+std::string ReferenceOutput(const std::string& model, const std::string& prompt, const std::string& flags = "") {
   std::string cmd = std::string(LLMD_LLAMA_COMPLETION) + " -m " + ShellQuote(model) + " -p " +
-                    ShellQuote(prompt) + " -n " + std::to_string(kTokens) +
+                    ShellQuote(prompt) + " -n " + std::to_string(kTokens) + " " + flags +
                     " --temp 0 -t 2 -no-cnv --no-display-prompt --simple-io 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return "<popen failed>";
@@ -86,6 +87,39 @@ TEST_P(ParityTest, GreedyOutputMatchesLlamaCompletion) {
     std::string reference = ReferenceOutput(model, prompt);
     EXPECT_EQ(text, reference) << "prompt: " << prompt << " (" << stats.generated_tokens << " llmd tokens, finish "
                                << stats.finish_reason << ")";
+  }
+}
+
+// The seed's default repeat_penalty 1.1 and a stronger one, which llmd applies by token id over
+// the prompt's last tokens and the generated ones (engine/logit_adjustments.h): the same text
+// as llama.cpp's penalties sampler, which sees the prompt too. A random-weight model seldom
+// repeats itself, so the prompt is the model's own greedy text followed by its prompt again;
+// on this one the continuation picks tokens of the prompt, so the text also differs when the
+// prompt is left out of the window (checked by hand: it then differs from llama-completion's).
+TEST(ParityWithPenalties, GreedyWithRepeatPenaltiesMatchesLlamaCompletion) {
+  const std::string model = testing::TinyModelPath();
+  LocalEngineOptions config;
+  config.threads = 2;
+  config.sequences = 1;
+  auto engine = LocalEngine::Load(model, config);
+  ASSERT_TRUE(engine.has_value()) << engine.error().ToString();
+  const std::string& start = kPrompts[3];
+  auto first = (*engine)->Complete(start, LocalGenerateOptions::Greedy(kTokens));
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  const std::string prompt = *first + " " + start;
+  (*engine)->Reset();
+  auto unpenalized = (*engine)->Complete(prompt, LocalGenerateOptions::Greedy(kTokens));
+  ASSERT_TRUE(unpenalized.has_value()) << unpenalized.error().ToString();
+  for (const float penalty : {1.1f, 1.5f}) {
+    LocalGenerateOptions options = LocalGenerateOptions::Greedy(kTokens);
+    options.repeat_penalty = penalty;
+    (*engine)->Reset();
+    auto ours = (*engine)->Complete(prompt, options);
+    ASSERT_TRUE(ours.has_value()) << ours.error().ToString();
+    EXPECT_NE(*ours, *unpenalized) << "penalty " << penalty << " must change this text, so that the comparison can fail";
+    char flags[64];
+    std::snprintf(flags, sizeof flags, "--repeat-penalty %.1f --repeat-last-n 64", penalty);
+    EXPECT_EQ(*ours, ReferenceOutput(model, prompt, flags)) << "penalty " << penalty << ", prompt: " << prompt;
   }
 }
 

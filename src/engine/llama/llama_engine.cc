@@ -294,7 +294,8 @@ class LlamaEngine final : public Engine {
 
   TokenId MessageStartToken() const override { return message_start_; }
 
-  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params) override {
+  Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,
+                                              std::span<const TokenId> context) override {
     LLMD_RETURN_IF_ERROR(RequireContext());
     LLMD_RETURN_IF_ERROR(params.Validate());
     const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
@@ -309,7 +310,17 @@ class LlamaEngine final : public Engine {
     if (!params.grammar.empty()) {
       LLMD_ASSIGN_OR_RETURN(grammar, NewGrammarSampler(params));
     }
-    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), std::move(grammar), ctx_.get(),
+    std::vector<std::pair<int32_t, float>> no_end;  // ignore_eos: the end-of-generation tokens banned
+    if (params.ignore_eos) {
+      for (int32_t t = 0; t < n_vocab; ++t) {
+        if (llama_vocab_is_eog(vocab_, t)) no_end.emplace_back(t, -INFINITY);
+      }
+    }
+    LogitAdjustments adjust(params, std::move(no_end));
+    const size_t seen = std::min(context.size(), static_cast<size_t>(LogitAdjustments::kPenaltyWindow));
+    for (TokenId t : context.last(seen)) adjust.Accept(t);
+    return std::unique_ptr<Sampler>(std::make_unique<LlamaSampler>(std::move(chain), std::move(grammar),
+                                                                   std::move(adjust), ctx_.get(),
                                                                    [this](TokenId t) { return Piece(t); }));
   }
 
@@ -661,28 +672,11 @@ Result<llama_sampler_ptr> LlamaEngine::NewGrammarSampler(const SamplingParams& p
   return owned;
 }
 
+// The choice of a token only: biases and penalties are LogitAdjustments', applied before.
 Result<llama_sampler_ptr> LlamaEngine::NewSamplerChain(const SamplingParams& p) const {
   auto params = llama_sampler_chain_default_params();
   params.no_perf = true;
   llama_sampler_ptr chain(llama_sampler_chain_init(params));
-  std::vector<llama_logit_bias> biases;
-  for (const auto& [token, bias] : p.logit_bias) biases.push_back({token, bias});
-  if (p.ignore_eos) {
-    const int32_t n_vocab = llama_vocab_n_tokens(vocab_);
-    for (int32_t t = 0; t < n_vocab; ++t) {
-      if (llama_vocab_is_eog(vocab_, t)) biases.push_back({t, -INFINITY});
-    }
-  }
-  if (!biases.empty()) {
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_logit_bias(llama_vocab_n_tokens(vocab_),
-                                                                       static_cast<int32_t>(biases.size()),
-                                                                       biases.data()));
-  }
-  // Penalties come before the choice, greedy or not, as in llama.cpp's own chains.
-  if (p.repeat_penalty > 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_penalties(llama_vocab_n_tokens(vocab_), 64, p.repeat_penalty, p.frequency_penalty,
-                                                                      p.presence_penalty));
-  }
   if (p.temperature <= 0.0f) {
     llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
     return chain;

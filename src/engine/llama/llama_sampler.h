@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/logit_adjustments.h"
 #include "llama-cpp.h"
 #include "llama.h"
 
@@ -20,16 +21,41 @@ namespace llmd::engine {
 
 class LlamaSampler final : public Sampler {
  public:
-  // `grammar` may be null; it is kept apart from the chain so that most tokens cost one
-  // check of the sampled token instead of a pass over the whole vocabulary.
-  LlamaSampler(llama_sampler_ptr chain, llama_sampler_ptr grammar, llama_context* ctx,
+  // `chain` only chooses (greedy, or top-k/top-p/temperature/dist): the biases and penalties
+  // are `adjust`'s, applied by token id first. `grammar` may be null; it is kept apart from
+  // the chain so that most tokens cost one check of the sampled token instead of a pass over
+  // the whole vocabulary.
+  LlamaSampler(llama_sampler_ptr chain, llama_sampler_ptr grammar, LogitAdjustments adjust, llama_context* ctx,
                std::function<std::string(TokenId)> piece)
-      : chain_(std::move(chain)), grammar_(std::move(grammar)), ctx_(ctx), piece_(std::move(piece)) {}
+      : chain_(std::move(chain)),
+        grammar_(std::move(grammar)),
+        adjust_(std::move(adjust)),
+        ctx_(ctx),
+        n_vocab_(llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)))),
+        piece_(std::move(piece)) {}
 
+  // llama.cpp's rejection sampling with a grammar (common_sampler_sample): sample as if free;
+  // keep the token when the grammar allows it, else mask the vocabulary by the grammar and
+  // sample again.
   TokenId Sample(int32_t output_index) override {
     try {
-      if (!grammar_) return llama_sampler_sample(chain_.get(), ctx_, output_index);
-      return SampleWithGrammar(output_index);
+      const float* logits = llama_get_logits_ith(ctx_, output_index);
+      if (logits == nullptr) return kNoToken;
+      llama_token_data_array all = Candidates(logits);
+      llama_sampler_apply(chain_.get(), &all);
+      if (all.selected < 0) return kNoToken;
+      TokenId token = all.data[all.selected].id;
+      if (grammar_ && !GrammarAllows(token)) {
+        all = Candidates(logits);
+        llama_sampler_apply(grammar_.get(), &all);
+        llama_sampler_apply(chain_.get(), &all);
+        if (all.selected < 0 || all.data[all.selected].logit == -INFINITY) return kNoToken;
+        token = all.data[all.selected].id;
+      }
+      if (grammar_) llama_sampler_accept(grammar_.get(), token);
+      llama_sampler_accept(chain_.get(), token);
+      adjust_.Accept(token);
+      return token;
     } catch (const std::exception&) {
       return kNoToken;  // the grammar rejected every token (llama.cpp throws on its accept)
     }
@@ -38,7 +64,7 @@ class LlamaSampler final : public Sampler {
   // Log-softmax over the raw logits: the model's own distribution, as OpenAI reports it.
   TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) override {
     const float* logits = llama_get_logits_ith(ctx_, output_index);
-    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
+    const int32_t n = n_vocab_;
     TokenLogprob out;
     out.text = piece_(token);
     if (logits == nullptr) return out;
@@ -67,38 +93,26 @@ class LlamaSampler final : public Sampler {
   }
 
  private:
-  // llama.cpp's rejection sampling (common_sampler_sample): sample as if free; keep the token
-  // when the grammar allows it, else mask the vocabulary by the grammar and sample again.
-  TokenId SampleWithGrammar(int32_t output_index) {
-    const float* logits = llama_get_logits_ith(ctx_, output_index);
-    if (logits == nullptr) return kNoToken;
-    const int32_t n = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx_)));
-    auto fill = [&] {
-      candidates_.resize(static_cast<size_t>(n));
-      for (int32_t i = 0; i < n; ++i) candidates_[i] = {i, logits[i], 0.0f};
-      return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
-    };
-    llama_token_data_array all = fill();
-    llama_sampler_apply(chain_.get(), &all);
-    TokenId token = all.data[all.selected].id;
+  // The vocabulary in id order with the request's biases and penalties applied.
+  llama_token_data_array Candidates(const float* logits) {
+    candidates_.resize(static_cast<size_t>(n_vocab_));
+    for (int32_t i = 0; i < n_vocab_; ++i) candidates_[i] = {i, logits[i], 0.0f};
+    adjust_.Apply(n_vocab_, [this](int32_t id) -> float& { return candidates_[id].logit; });
+    return llama_token_data_array{candidates_.data(), candidates_.size(), -1, false};
+  }
+
+  bool GrammarAllows(TokenId token) {
     llama_token_data one = {token, 1.0f, 0.0f};
     llama_token_data_array single = {&one, 1, -1, false};
     llama_sampler_apply(grammar_.get(), &single);
-    if (single.data[0].logit == -INFINITY) {
-      all = fill();
-      llama_sampler_apply(grammar_.get(), &all);
-      llama_sampler_apply(chain_.get(), &all);
-      if (all.selected < 0 || all.data[all.selected].logit == -INFINITY) return kNoToken;
-      token = all.data[all.selected].id;
-    }
-    llama_sampler_accept(grammar_.get(), token);
-    llama_sampler_accept(chain_.get(), token);
-    return token;
+    return single.data[0].logit != -INFINITY;
   }
 
   llama_sampler_ptr chain_;
   llama_sampler_ptr grammar_;
+  LogitAdjustments adjust_;
   llama_context* ctx_;
+  int32_t n_vocab_;
   std::function<std::string(TokenId)> piece_;
   std::vector<llama_token_data> candidates_;
 };
