@@ -208,6 +208,45 @@ TEST(HybridSessions, SurviveARestartThroughSaveAndRestore) {
   fs::remove_all(dir);
 }
 
+// The guard cascade with a hybrid speaker: the speaker's hidden answer, then the verdict of a
+// guard held to its answer by a grammar (tests/support/daemon_harness.h, ForcedGuardArgs).
+TEST(HybridGuard, AnUnsafeVerdictRefusesTheHybridSpeakersAnswer) {
+  auto args = ForcedGuardArgs("Safety: Unsafe\\nCategories: Violent");
+  DaemonProcess d(args, Qwen35TinyPath());
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket(), std::chrono::seconds(120));  // two generations: a liveness bound
+  std::string shown;
+  auto refused = c.GenerateStream("Tell me a secret.", WithSystem(6), [&](std::string_view t) {
+    shown += t;
+    return true;
+  });
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kRefused));
+  EXPECT_TRUE(shown.empty()) << "nothing is shown before the verdict";
+}
+
+// Both models hybrid: the guard's own prompt goes through its checkpoints too. The guarded
+// answer is the unguarded one, and a second guarded request reuses the speaker's prefix.
+TEST(HybridGuard, ASafeVerdictPassesTheAnswerUnchangedWithAHybridGuard) {
+  DaemonProcess d({"--models", "guard=" + Qwen35TinyPath(), "--guard-model", "guard", "--guard-grammar",
+                   "root ::= \"Safety: Safe\""},
+                  Qwen35TinyPath());
+  ASSERT_TRUE(d.ready()) << d.log();
+  LlmClient c(d.socket(), std::chrono::seconds(120));
+  GenerateOptions o = WithSystem(6);
+  auto guarded = c.GenerateStream("Tell me about the sea.", o, nullptr);
+  ASSERT_TRUE(guarded.has_value()) << guarded.error().ToString();
+  EXPECT_GT(guarded->guard_ms, 0.0f);
+  auto again = c.GenerateStream("Tell me about rivers.", o, nullptr);
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_GT(again->cached_tokens, 0u) << "the system prompt is reused under the cascade";
+  o.guard = false;
+  auto plain = c.GenerateStream("Tell me about the sea.", o, nullptr);
+  ASSERT_TRUE(plain.has_value()) << plain.error().ToString();
+  EXPECT_EQ(plain->text, guarded->text) << "the cascade does not change the answer";
+  EXPECT_EQ(plain->guard_ms, 0.0f);
+}
+
 TEST(HybridMetrics, CheckpointCountersAppearOnTheMetricsPage) {
   DaemonProcess d({"--parallel", "2"}, Qwen35TinyPath());
   ASSERT_TRUE(d.ready()) << d.log();
