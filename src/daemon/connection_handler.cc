@@ -343,7 +343,7 @@ class Handler {
         {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
          {"cached_tokens", std::to_string(st.cached_tokens)}, {"tokens", std::to_string(st.generated_tokens)},
          {"ttft_ms", std::to_string(st.ttft_ms)}, {"prefill_step", std::to_string(st.prefill_step)},
-         {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
+         {"first_token_step", std::to_string(st.first_token_step)}, {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
     if (config_->log_text) Log(LogLevel::kDebug, "output", {{"text", c.text}});
     Response r;
     if (stream) {
