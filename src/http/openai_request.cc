@@ -22,7 +22,51 @@ Status Unsupported(const json& obj, const char* key, const json& harmless) {
 
 Status ReadLogitBias(const json& body, GenerationRequest* r);
 
+// llama-server's own sampling fields, which its clients send (Open WebUI sends min_p, say).
+// llmd has none of these samplers, so each is accepted only at the value that switches it off,
+// and refused otherwise, never ignored.
+struct NeutralValue {
+  const char* key;
+  json off;
+  const char* why;  // what to use instead, or empty
+};
+
+Status RefuseActiveExtensions(const json& body) {
+  static const NeutralValue kNeutral[] = {
+      {"min_p", 0, ""},
+      {"typical_p", 1, ""},
+      {"tfs_z", 1, ""},
+      {"mirostat", 0, ""},
+      {"dynatemp_range", 0, ""},
+      {"dry_multiplier", 0, ""},
+      {"xtc_probability", 0, ""},
+      {"top_n_sigma", -1, ""},
+      {"n_probs", 0, "; use logprobs and top_logprobs"},
+      {"repeat_last_n", 64, ": llmd's penalties always look at the last 64 tokens"},
+      {"cache_prompt", true, ": llmd always reuses cached prompt prefixes"},
+      {"grammar", "", "; use response_format or tools"},
+      {"json_schema", json(), "; use response_format"},
+      {"samplers", json(), ": llmd's sampler order is fixed"},
+      {"n_predict", json(), "; use max_tokens"},
+  };
+  for (const auto& n : kNeutral) {
+    const json* v = Field(body, n.key);
+    if (v == nullptr || v->is_null()) continue;
+    const bool off = v->is_number() && n.off.is_number() ? v->get<double>() == n.off.get<double>() : *v == n.off;
+    if (off) continue;
+    std::string msg = "'" + std::string(n.key) + "' is not supported by llmd";
+    if (!n.off.is_null()) msg += " (only " + n.off.dump() + ", off, is accepted)";
+    return InvalidArgumentError(msg + n.why);
+  }
+  // No effect while mirostat is off, in llama-server as here.
+  for (const char* key : {"mirostat_tau", "mirostat_eta"}) {
+    if (const json* v = Field(body, key); v != nullptr && !v->is_number()) return TypeError(key, "a number");
+  }
+  return Status::Ok();
+}
+
 Status ReadCommon(const json& body, GenerationRequest* r) {
+  LLMD_RETURN_IF_ERROR(RefuseActiveExtensions(body));
   if (const json* m = Field(body, "model")) {
     if (!m->is_string()) return TypeError("model", "a string");
     r->model = m->get<std::string>();

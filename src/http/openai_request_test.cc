@@ -400,6 +400,44 @@ TEST(OpenAiRequest, HarmlessValuesOfUnsupportedFieldsPass) {
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
 }
 
+// llama-server's sampling extensions: its clients' defaults pass, anything active is refused
+// with the field named, on chat and completions alike (never accepted and ignored).
+TEST(OpenAiRequest, LlamaServerSamplingExtensionsPassOnlyWhenOff) {
+  const std::string off = R"("min_p":0,"typical_p":1.0,"tfs_z":1,"mirostat":0,"mirostat_tau":5.0,
+      "mirostat_eta":0.1,"dynatemp_range":0,"dry_multiplier":0,"xtc_probability":0,"top_n_sigma":-1,
+      "n_probs":0,"repeat_last_n":64,"cache_prompt":true,"grammar":"","json_schema":null)";
+  auto chat = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],)" + off + "}");
+  ASSERT_TRUE(chat.has_value()) << chat.error().ToString();
+  auto completion = ParseCompletionRequest(R"({"prompt":"x",)" + off + "}");
+  ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
+  const std::vector<std::pair<std::string, std::string>> active = {
+      {R"("min_p":0.05)", "'min_p' is not supported by llmd (only 0, off, is accepted)"},
+      {R"("typical_p":0.9)", "'typical_p' is not supported by llmd (only 1, off, is accepted)"},
+      {R"("mirostat":2)", "'mirostat' is not supported by llmd (only 0, off, is accepted)"},
+      {R"("dry_multiplier":0.8)", "'dry_multiplier' is not supported"},
+      {R"("xtc_probability":0.5)", "'xtc_probability' is not supported"},
+      {R"("top_n_sigma":1.5)", "'top_n_sigma' is not supported by llmd (only -1, off, is accepted)"},
+      {R"("dynatemp_range":0.5)", "'dynatemp_range' is not supported"},
+      {R"("n_probs":3)", "'n_probs' is not supported by llmd (only 0, off, is accepted); use logprobs"},
+      {R"("repeat_last_n":32)", "llmd's penalties always look at the last 64 tokens"},
+      {R"("cache_prompt":false)", "llmd always reuses cached prompt prefixes"},
+      {R"("grammar":"root ::= [a]")", "'grammar' is not supported by llmd (only \"\", off, is accepted); use "
+                                        "response_format or tools"},
+      {R"("json_schema":{"type":"object"})", "'json_schema' is not supported by llmd; use response_format"},
+      {R"("samplers":["top_k"])", "'samplers' is not supported by llmd: llmd's sampler order is fixed"},
+      {R"("n_predict":32)", "'n_predict' is not supported by llmd; use max_tokens"},
+      {R"("mirostat_tau":"x")", "'mirostat_tau' must be a number"},
+  };
+  for (const auto& [field, want] : active) {
+    auto r = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],)" + field + "}");
+    ASSERT_FALSE(r.has_value()) << field;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << field << ": " << r.error().message();
+    auto c = ParseCompletionRequest(R"({"prompt":"x",)" + field + "}");
+    ASSERT_FALSE(c.has_value()) << field;
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << field << ": " << c.error().message();
+  }
+}
+
 TEST(OpenAiRequest, CompletionsLogprobsChoicesAndBias) {
   auto r = ParseCompletionRequest(R"({"prompt":"a","logprobs":3,"n":2,"logit_bias":{"15":-100}})");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
