@@ -1,6 +1,9 @@
 #include "http/json_reply.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 
@@ -58,6 +61,14 @@ std::string NewId(const char* prefix) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
   return prefix + std::string(buf);
+}
+
+nlohmann::json SerializeFloat(float f) {
+  if (!std::isfinite(f)) return nullptr;
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+  if (ec != std::errc()) return nlohmann::json(f);
+  return nlohmann::json(std::strtod(std::string(buf, end).c_str(), nullptr));
 }
 
 }  // namespace llmd::http

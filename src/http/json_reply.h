@@ -15,6 +15,10 @@ constexpr const char* kJsonType = "application/json";
 
 std::string Dump(const nlohmann::json& j);
 
+// A float as the shortest decimal that reads back as it (1e-06, not 9.99999997e-07); NaN and
+// infinities, which JSON cannot hold, as null.
+nlohmann::json SerializeFloat(float f);
+
 // Which API's error shape a path gets: /api/* is Ollama's ({"error": "..."}), /v1/messages*
 // Anthropic's ({"type":"error","error":{"type","message"}}), everything else OpenAI's.
 enum class ErrorShape { kOpenAi, kOllama, kAnthropic };

@@ -1,0 +1,265 @@
+// Ollama's replies: model lists and details, NDJSON chat and generate lines, embeddings.
+#include "http/ollama_api.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+
+#include "common/utf8.h"
+#include "http/embeddings_api.h"
+#include "http/generation.h"
+#include "http/json_reply.h"
+
+namespace llmd::http {
+
+using nlohmann::json;
+
+json OllamaDetails(const OllamaModel& m) {
+  const std::string family = m.facts.architecture;
+  return {{"parent_model", ""},
+          {"format", "gguf"},
+          {"family", family},
+          {"families", family.empty() ? json(nullptr) : json::array({family})},
+          {"parameter_size", ParameterSize(m.facts.parameter_count)},
+          {"quantization_level", FileTypeName(m.facts.file_type)}};
+}
+
+std::vector<std::string> OllamaCapabilities(const OllamaModel& m) {
+  if (m.embeddings) return {"embedding"};
+  std::vector<std::string> caps = {"completion"};
+  const std::string& t = m.facts.chat_template;
+  if (t.find("tools") != std::string::npos) caps.push_back("tools");
+  if (t.find("<think>") != std::string::npos || t.find("enable_thinking") != std::string::npos) {
+    caps.push_back("thinking");
+  }
+  return caps;
+}
+
+json OllamaTagsEntry(const OllamaModel& m) {
+  return {{"name", m.name},       {"model", m.name},    {"modified_at", m.modified_at},
+          {"size", m.file_bytes}, {"digest", m.digest}, {"details", OllamaDetails(m)}};
+}
+
+json OllamaPsEntry(const OllamaModel& m) {
+  return {{"name", m.name},
+          {"model", m.name},
+          {"size", m.memory_bytes},
+          {"digest", m.digest},
+          {"details", OllamaDetails(m)},
+          {"expires_at", "9999-12-31T23:59:59Z"},  // never: loaded until the daemon stops
+          {"size_vram", m.vram_bytes},
+          {"context_length", m.context_length}};
+}
+
+std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c) {
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  const std::vector<std::pair<std::string, std::string>> params = {
+      {"num_ctx", std::to_string(m.context_length)},
+      {"num_predict", std::to_string(c.max_new_tokens)},
+      {"temperature", g(c.sampling.temperature)},
+      {"top_k", std::to_string(c.sampling.top_k)},
+      {"top_p", g(c.sampling.top_p)},
+      {"repeat_penalty", g(c.sampling.repeat_penalty)},
+      {"repeat_last_n", "64"}};
+  std::string parameters, modelfile = "# llmd serves " + m.name +
+                                      " from its config; it has no Modelfile.\nFROM " + m.name +
+                                      "\n";
+  if (!m.embeddings) {
+    for (const auto& [k, v] : params) {
+      char line[96];
+      std::snprintf(line, sizeof line, "%-30s %s", k.c_str(), v.c_str());
+      parameters += (parameters.empty() ? "" : "\n") + std::string(line);
+      modelfile += "PARAMETER " + k + " " + v + "\n";
+    }
+  }
+  json info = m.facts.model_info;
+  if (!m.facts.architecture.empty() && m.context_length > 0) {
+    info[m.facts.architecture + ".context_length"] = m.context_length;
+  }
+  json body = {{"license", ""},
+               {"modelfile", modelfile},
+               {"parameters", parameters},
+               {"template", m.facts.chat_template},
+               {"details", OllamaDetails(m)},
+               {"model_info", std::move(info)},
+               {"capabilities", OllamaCapabilities(m)},
+               {"modified_at", m.modified_at}};
+  return Dump(body);
+}
+
+std::string Rfc3339Nanos(std::chrono::system_clock::time_point t) {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  int64_t secs = ns / 1000000000, frac = ns % 1000000000;
+  if (frac < 0) {
+    frac += 1000000000;
+    secs -= 1;
+  }
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%09lldZ", static_cast<long long>(frac));
+  return buf;
+}
+
+json OllamaToolCalls(const std::vector<chat::ToolCall>& calls) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json args = json::parse(calls[i].arguments, nullptr, /*allow_exceptions=*/false);
+    if (args.is_discarded() || !args.is_object()) args = json::object();
+    json call = {
+        {"function", {{"index", i}, {"name", calls[i].name}, {"arguments", std::move(args)}}}};
+    if (!calls[i].id.empty()) call["id"] = calls[i].id;
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
+json OllamaLogprobs(const std::vector<engine::TokenLogprob>& tokens) {
+  auto one = [](const std::string& text, float logprob) {
+    json bytes = json::array();
+    for (unsigned char ch : text) bytes.push_back(ch);
+    return json{{"token", text}, {"logprob", SerializeFloat(logprob)}, {"bytes", std::move(bytes)}};
+  };
+  json list = json::array();
+  for (const auto& t : tokens) {
+    json entry = one(t.text, t.logprob);
+    json top = json::array();
+    for (const auto& [text, lp] : t.top) top.push_back(one(text, lp));
+    entry["top_logprobs"] = std::move(top);
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
+namespace {
+
+// The reply's fields: chat's message object, or generate's top-level response/thinking.
+void PutReply(const OllamaReplyContext& ctx, const engine::ParsedReply& reply, json* j) {
+  if (ctx.chat) {
+    json message = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.reasoning_content.empty()) message["thinking"] = reply.reasoning_content;
+    if (!reply.tool_calls.empty()) message["tool_calls"] = OllamaToolCalls(reply.tool_calls);
+    (*j)["message"] = std::move(message);
+  } else {
+    (*j)["response"] = reply.content;
+    if (!reply.reasoning_content.empty()) (*j)["thinking"] = reply.reasoning_content;
+  }
+}
+
+int64_t Nanos(double ms) { return static_cast<int64_t>(std::llround(ms * 1e6)); }
+
+}  // namespace
+
+json OllamaChunk(const OllamaReplyContext& ctx, const engine::ParsedReply& piece,
+                 const std::vector<engine::TokenLogprob>& logprobs) {
+  json j = {{"model", ctx.model}, {"created_at", ctx.created_at}, {"done", false}};
+  PutReply(ctx, piece, &j);
+  if (!logprobs.empty()) j["logprobs"] = OllamaLogprobs(logprobs);
+  return j;
+}
+
+std::string_view OllamaDoneReason(const engine::GenerationStats& stats, bool refused) {
+  if (refused) return "content_filter";
+  return stats.finish_reason == engine::FinishReason::kLength ? "length" : "stop";
+}
+
+json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedReply& reply,
+                 const engine::GenerationStats& st, int64_t total_ns, std::string_view done_reason,
+                 const std::vector<engine::TokenLogprob>& logprobs) {
+  json j = {{"model", ctx.model},
+            {"created_at", ctx.created_at},
+            {"done", true},
+            {"done_reason", std::string(done_reason)},
+            {"total_duration", total_ns},
+            {"load_duration", 0},
+            {"prompt_eval_count", std::max(0, st.prompt_tokens - st.cached_tokens)},
+            {"prompt_eval_duration", Nanos(st.prefill_ms)},
+            {"eval_count", st.generated_tokens},
+            {"eval_duration", Nanos(st.decode_ms)}};
+  PutReply(ctx, reply, &j);
+  if (!logprobs.empty()) j["logprobs"] = OllamaLogprobs(logprobs);
+  return j;
+}
+
+OllamaReply::OllamaReply(OllamaReplyContext ctx)
+    : ctx_(std::move(ctx)), deltas_([] { return NewId("call_"); }) {}
+
+std::optional<json> OllamaReply::Next(const sched::JobEvent& ev, const std::string& created_at) {
+  text_ += ev.text;
+  unsent_.insert(unsent_.end(), ev.logprobs.begin(), ev.logprobs.end());
+  engine::ParsedReply piece;
+  if (ev.parser) {
+    ReplyDelta d = deltas_.Next(ev.parser->Parse(text_, /*partial=*/true));
+    piece.content = std::move(d.content);
+    piece.reasoning_content = std::move(d.reasoning_content);
+  } else {
+    piece.content = ev.text;
+  }
+  if (piece.content.empty() && piece.reasoning_content.empty()) {
+    return std::nullopt;  // held back for now
+  }
+  ctx_.created_at = created_at;
+  json line = OllamaChunk(ctx_, piece, unsent_);
+  unsent_.clear();
+  return line;
+}
+
+std::vector<json> OllamaReply::Finish(const engine::Completion& done, bool refused, bool stream,
+                                      int64_t total_ns, const std::string& created_at) {
+  ctx_.created_at = created_at;
+  FinalReply final_reply = ParseFinalReply(done, deltas_);
+  const std::string_view reason = OllamaDoneReason(done.stats, refused);
+  if (!stream) {
+    return {OllamaFinal(ctx_, final_reply.reply, done.stats, total_ns, reason, done.logprobs)};
+  }
+  std::vector<json> lines;
+  engine::ParsedReply rest;
+  if (done.parser) {
+    ReplyDelta d = deltas_.Next(final_reply.reply, /*final=*/true);
+    rest.content = std::move(d.content);
+    rest.reasoning_content = std::move(d.reasoning_content);
+  }
+  rest.tool_calls = std::move(final_reply.reply.tool_calls);
+  if (!rest.content.empty() || !rest.reasoning_content.empty() || !rest.tool_calls.empty()) {
+    lines.push_back(OllamaChunk(ctx_, rest, unsent_));
+    unsent_.clear();
+  }
+  lines.push_back(OllamaFinal(ctx_, engine::ParsedReply{}, done.stats, total_ns, reason, unsent_));
+  unsent_.clear();
+  return lines;
+}
+
+json OllamaLoadReply(const OllamaReplyContext& ctx, bool unload) {
+  json j = {{"model", ctx.model},
+            {"created_at", ctx.created_at},
+            {"done", true},
+            {"done_reason", unload ? "unload" : "load"}};
+  PutReply(ctx, engine::ParsedReply{}, &j);
+  return j;
+}
+
+std::string RenderOllamaEmbed(const std::string& model,
+                              const std::vector<std::vector<float>>& vectors, int64_t total_ns,
+                              int32_t prompt_tokens) {
+  return Dump({{"model", model},
+               {"embeddings", vectors},
+               {"total_duration", total_ns},
+               {"load_duration", 0},
+               {"prompt_eval_count", prompt_tokens}});
+}
+
+std::string RenderOllamaEmbeddings(const std::vector<float>& vector) {
+  return Dump({{"embedding", vector}});
+}
+
+}  // namespace llmd::http
