@@ -29,7 +29,6 @@ class LogitAdjustments {
   // Biases on the same token add up, as llama.cpp's logit-bias sampler does.
   LogitAdjustments(const SamplingParams& params, std::vector<std::pair<int32_t, float>> extra_bias = {});
 
-  bool penalties_enabled() const { return penalties_on_; }
   bool any() const { return penalties_on_ || !bias_.empty(); }
 
   // `logit(id)` must return a reference to token id's logit; ids outside 0..n_vocab-1 are

@@ -1,0 +1,162 @@
+// EngineWorker's prefix reuse: where a new job goes and what it keeps (its own slot's tokens,
+// another slot's copied over, a recurrent-state checkpoint), where its prefill saves
+// checkpoints, and waiting for a slot that is prefilling a shared prefix right now.
+#include <algorithm>
+
+#include "common/log.h"
+#include "sched/engine_worker_slot.h"
+
+namespace llmd::sched {
+namespace {
+
+size_t CommonPrefix(const std::vector<engine::TokenId>& a, const std::vector<engine::TokenId>& b) {
+  return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
+}  // namespace
+
+EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target) {
+  const engine::MemoryCapabilities& caps = engine_->model_info().memory;
+  const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
+  // What `source`'s memory can give a job landing on `target`.
+  auto reusable = [&](const Slot& target, const Slot& source, const Checkpoint** checkpoint) -> size_t {
+    *checkpoint = nullptr;
+    if (&source != &target && !caps.sequence_copy) return 0;
+    const size_t limit = std::min(CommonPrefix(source.resident, prompt), limit_all);
+    if (caps.partial_truncation || limit == source.resident.size()) return limit;
+    if (!caps.state_checkpoints) return 0;
+    *checkpoint = checkpoints_.Find(prompt, limit);
+    return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
+  };
+  ReusePlan best;
+  for (auto& t : slots_) {
+    if (only_target != nullptr ? t.get() != only_target : t->busy) continue;
+    ReusePlan plan{t.get(), t.get(), 0, nullptr, 0};
+    plan.keep = reusable(*t, *t, &plan.checkpoint);
+    // Another slot's memory (busy or not) is worth copying only for a real gain.
+    for (auto& s : slots_) {
+      if (s.get() == t.get()) continue;
+      const Checkpoint* checkpoint = nullptr;
+      const size_t n = reusable(*t, *s, &checkpoint);
+      if (n >= plan.keep + options_.min_shared_prefix) plan = {t.get(), s.get(), n, checkpoint, 0};
+    }
+    // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
+    // then the least recently used slot.
+    const bool copies = plan.source != plan.target;
+    const bool best_copies = best.target != nullptr && best.source != best.target;
+    const bool better = best.target == nullptr || plan.keep > best.keep ||
+                        (plan.keep == best.keep && copies != best_copies && !copies) ||
+                        (plan.keep == best.keep && copies == best_copies && t->last_used < best.target->last_used);
+    if (better) best = plan;
+  }
+  for (auto& s : slots_) best.best_common = std::max(best.best_common, CommonPrefix(s->resident, prompt));
+  best.best_common = std::min(best.best_common, limit_all);
+  return best;
+}
+
+// Puts the planned prefix into the target's memory; returns the tokens actually reused. A
+// memory operation that fails falls back to starting the sequence over, which always works.
+size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
+  Slot& t = *plan.target;
+  if (!engine_->model_info().memory.partial_truncation && plan.best_common >= plan.keep + options_.min_shared_prefix) {
+    checkpoints_.CountMiss();  // some slot held much more of this prompt than could be reused
+  }
+  Status st;
+  if (plan.keep > 0 && plan.source != &t) {
+    st = engine_->CopySequence(plan.source->sequence, t.sequence);
+    if (st.ok()) {
+      t.resident = plan.source->resident;
+      ++prefix_copies_;
+    }
+  }
+  if (st.ok() && plan.keep > 0 && plan.checkpoint != nullptr) {
+    st = engine_->RestoreSequenceState(t.sequence, plan.checkpoint->state);
+    if (st.ok()) checkpoints_.CountHit(plan.checkpoint);
+  }
+  if (st.ok() && plan.keep < t.resident.size()) {
+    st = engine_->TruncateSequence(t.sequence, static_cast<int32_t>(plan.keep));
+  }
+  if (st.ok()) {
+    t.resident.resize(plan.keep);
+    return plan.keep;
+  }
+  Log(LogLevel::kWarn, "prefix_reuse_failed", {{"sequence", std::to_string(t.sequence)}, {"error", st.ToString()}});
+  t.resident.clear();
+  if (Status cleared = engine_->TruncateSequence(t.sequence, 0); !cleared.ok()) {
+    Log(LogLevel::kError, "sequence_clear_failed", {{"error", cleared.ToString()}});
+  }
+  return 0;
+}
+
+// Where to save the recurrent state while this slot prefills: before each of the last few
+// message starts (a shared system prompt, the history of a conversation) and near the end of
+// the prompt (the same prompt sent again).
+void EngineWorker::PlanCheckpoints(Slot& slot) {
+  slot.checkpoint_at.clear();
+  if (!engine_->model_info().memory.state_checkpoints) return;
+  constexpr size_t kMessageCheckpoints = 4;
+  const engine::TokenId start = engine_->MessageStartToken();
+  const size_t last = slot.prompt.size() - 1;
+  for (size_t i = last; i > slot.prefilled && start >= 0; --i) {
+    if (slot.prompt[i] != start) continue;
+    slot.checkpoint_at.push_back(i);
+    if (slot.checkpoint_at.size() == kMessageCheckpoints) break;
+  }
+  std::reverse(slot.checkpoint_at.begin(), slot.checkpoint_at.end());
+  // The one before the last token, unless a message start (the generation prompt's, usually)
+  // is a few tokens before it anyway: restoring that one costs those few tokens, not a copy.
+  constexpr size_t kNearEnd = 16;
+  if (last > slot.prefilled && (slot.checkpoint_at.empty() || slot.checkpoint_at.back() + kNearEnd < last)) {
+    slot.checkpoint_at.push_back(last);
+  }
+}
+
+// Another slot is prefilling, right now, a prefix this job shares: wait for it and copy it,
+// instead of computing the same tokens twice (a burst of conversations with one system
+// prompt).
+void EngineWorker::WaitForSharedPrefix(Slot& slot) {
+  const engine::MemoryCapabilities& caps = engine_->model_info().memory;
+  if (!caps.sequence_copy || (!caps.partial_truncation && !caps.state_checkpoints)) return;
+  Slot* source = nullptr;
+  size_t until = 0;
+  for (auto& o : slots_) {
+    if (o.get() == &slot || !o->busy || o->wait_source != nullptr || o->has_pending) continue;
+    const size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
+    if (shared < slot.prefilled + options_.min_shared_prefix || o->prefilled >= shared) continue;
+    if (shared > until) {
+      source = o.get();
+      until = shared;
+    }
+  }
+  if (source == nullptr) return;
+  slot.wait_source = source;
+  slot.wait_job_id = source->job_id;
+  slot.wait_until = until;
+  auto& at = source->checkpoint_at;
+  if (caps.state_checkpoints && std::find(at.begin(), at.end(), until) == at.end()) {
+    at.insert(std::upper_bound(at.begin(), at.end(), until), until);
+  }
+}
+
+// Jobs waiting for a shared prefix: copy it once the source has it, or plan afresh if the
+// source's job ended first.
+void EngineWorker::ResolveSharedPrefixWaits() {
+  for (auto& s : slots_) {
+    if (!s->busy || s->wait_source == nullptr) continue;
+    Slot& source = *s->wait_source;
+    const bool gone = !source.busy || source.job_id != s->wait_job_id;
+    if (!gone && source.prefilled < s->wait_until) continue;
+    s->wait_source = nullptr;
+    ReusePlan plan = PlanReuse(s->prompt, s.get());
+    if (plan.keep > s->prefilled) {
+      s->prefilled = ApplyReuse(plan);
+      s->out.stats.cached_tokens = static_cast<int32_t>(s->prefilled);
+      PlanCheckpoints(*s);
+    }
+    // The source ended before the shared prefix: the first waiter re-planned above now
+    // prefills it, and the rest wait for that one instead of each computing it.
+    if (gone) WaitForSharedPrefix(*s);
+  }
+}
+
+}  // namespace llmd::sched

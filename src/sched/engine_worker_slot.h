@@ -1,0 +1,63 @@
+// EngineWorker's per-sequence state and a new job's reuse plan: shared by the worker's files
+// (engine_worker.cc: admission, steps, sampling; engine_worker_reuse.cc: prefix reuse and
+// checkpoints). Private to src/sched.
+#ifndef LLMD_SCHED_ENGINE_WORKER_SLOT_H_
+#define LLMD_SCHED_ENGINE_WORKER_SLOT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/stop_strings.h"
+#include "chat/think_stripper.h"
+#include "common/utf8.h"
+#include "sched/engine_worker.h"
+
+namespace llmd::sched {
+
+// One KV sequence and the job running on it (engine thread only).
+struct EngineWorker::Slot {
+  int32_t sequence = 0;
+  std::vector<engine::TokenId> resident;  // tokens in this sequence's memory, positions 0..n-1
+  int64_t last_used = 0;
+
+  bool busy = false;
+  uint64_t job_id = 0;                    // distinguishes successive jobs on this slot
+  Job job;
+  std::string session_system;             // SessionTurn: the session's system prompt
+  std::vector<engine::TokenId> prompt;
+  size_t prefilled = 0;                   // prompt tokens in memory
+  std::vector<size_t> checkpoint_at;      // prompt lengths to save the recurrent state after
+  // Waiting for another slot to prefill the prefix this job shares with it (wait_until
+  // tokens), to copy it instead of computing it twice.
+  Slot* wait_source = nullptr;
+  uint64_t wait_job_id = 0;
+  size_t wait_until = 0;
+  std::unique_ptr<engine::Sampler> sampler;
+  int64_t budget = 0;                     // tokens still allowed
+  engine::TokenId pending = 0;            // sampled, not yet decoded
+  bool has_pending = false;
+  Utf8StreamAssembler utf8;
+  chat::ThinkStripper think;
+  chat::StopStrings stops;
+  engine::Completion out;
+  size_t streamed_logprobs = 0;           // out.logprobs already sent in stream events
+  bool prefill_started = false;
+  int64_t prefill_start_ms = 0, prefill_end_ms = 0, first_token_ms = 0;
+  std::chrono::steady_clock::time_point last_token;  // for the inter-token histogram
+};
+
+// Where a new job's prompt goes and what it reuses.
+struct EngineWorker::ReusePlan {
+  Slot* target = nullptr;
+  Slot* source = nullptr;          // the slot whose memory holds the prefix (target: its own)
+  size_t keep = 0;                 // prompt tokens reused
+  const Checkpoint* checkpoint = nullptr;  // the recurrent state after `keep` tokens
+  size_t best_common = 0;          // the longest prefix any slot shares (for the miss count)
+};
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_ENGINE_WORKER_SLOT_H_
