@@ -312,9 +312,7 @@ class LlamaEngine final : public Engine {
     }
     std::vector<std::pair<int32_t, float>> no_end;  // ignore_eos: the end-of-generation tokens banned
     if (params.ignore_eos) {
-      for (int32_t t = 0; t < n_vocab; ++t) {
-        if (llama_vocab_is_eog(vocab_, t)) no_end.emplace_back(t, -INFINITY);
-      }
+      for (TokenId t : end_tokens_) no_end.emplace_back(t, -INFINITY);
     }
     LogitAdjustments adjust(params, std::move(no_end));
     const size_t seen = std::min(context.size(), static_cast<size_t>(LogitAdjustments::kPenaltyWindow));
@@ -356,6 +354,7 @@ class LlamaEngine final : public Engine {
     model_.reset();
     vocab_ = nullptr;
     message_start_ = -1;
+    end_tokens_.clear();
     info_ = {};
   }
 
@@ -418,6 +417,7 @@ class LlamaEngine final : public Engine {
   const llama_vocab* vocab_ = nullptr;
   std::unique_ptr<ChatTemplate> chat_template_;
   TokenId message_start_ = -1;
+  std::vector<TokenId> end_tokens_;  // the vocabulary's end-of-generation tokens, found at load
   ModelInfo info_;
 };
 
@@ -610,6 +610,10 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   // <|im_start|> as one control token, where the vocabulary has it.
   auto start = Tokenize("<|im_start|>", false, true);
   message_start_ = start.has_value() && start->size() == 1 ? start->front() : -1;
+  end_tokens_.clear();
+  for (int32_t t = 0; t < llama_vocab_n_tokens(vocab_); ++t) {
+    if (llama_vocab_is_eog(vocab_, t)) end_tokens_.push_back(t);
+  }
 }
 
 Result<std::vector<TokenId>> LlamaEngine::Tokenize(std::string_view text, bool add_bos,
