@@ -30,6 +30,22 @@ struct MemoryCapabilities {
   bool state_checkpoints = false;
   // CopySequence works (a whole sequence into another slot).
   bool sequence_copy = true;
+  // Recurrent memory without partial_truncation can still drop up to this many tokens from
+  // the end of a sequence right after the decode that added them (llama.cpp's n_rs_seq
+  // snapshots): how speculative decoding takes back rejected draft tokens. 0: never.
+  int32_t rollback_tokens = 0;
+};
+
+// What the loaded engine drafts with (EngineConfig::speculative).
+struct SpeculativeInfo {
+  SpeculativeMode mode = SpeculativeMode::kOff;
+  int32_t draft_max = 0;       // 0: no drafting
+  int32_t draft_min = 0;
+  std::string draft_model;     // kDraft: the draft model's description ("qwen3 0.6B Q4_0")
+  // Benchmarks only (SpeculativeConfig::synthetic_acceptance_length): the probability that
+  // the draft token at each position is accepted, given the ones before it were; empty:
+  // drafts are verified against the target, as always outside benchmarks.
+  std::vector<double> synthetic_acceptance;
 };
 
 // What one device holds of a loaded model: the plan, then what llama.cpp allocated.
@@ -73,6 +89,7 @@ struct ModelInfo {
   uint64_t fingerprint = 0;  // identifies the model (saved sessions must match it)
   uint64_t kv_cache_bytes = 0;
   MemoryCapabilities memory;
+  SpeculativeInfo speculative;
   bool embeddings = false;     // loaded for embeddings: Embed works, generation does not
   int32_t embedding_size = 0;  // the model's n_embd
   double load_ms = 0;        // how long Load took
@@ -87,6 +104,15 @@ struct DecodeItem {
   int32_t position = 0;  // the token's position in its sequence
   TokenId token = 0;
   bool logits = false;   // sample after this token (its index in the batch is the output index)
+};
+
+// One sequence's request for a draft (see Engine::Draft).
+struct DraftRequest {
+  int32_t sequence = 0;
+  std::span<const TokenId> history;  // what the sequence holds, positions 0 .. n-1
+  TokenId last = 0;                  // sampled and not yet decoded: it goes at position n
+  int32_t max_tokens = 0;            // at most this many (> 0)
+  std::vector<TokenId> draft;        // out: the guesses for positions n+1, n+2, ...
 };
 
 // A per-request sampling state (penalties and the grammar remember what it sampled). Engine
@@ -173,6 +199,19 @@ class Engine {
   virtual bool IsEndOfGeneration(TokenId token) const = 0;
   // The bytes of a token as generated text (control tokens render as nothing).
   virtual std::string TokenText(TokenId token) const = 0;
+
+  // --- Speculative decoding (model_info().speculative.draft_max > 0). The scheduler decodes
+  // `last` and the draft in one step with logits at each, samples in order while the samples
+  // match the draft, and takes the rest back with TruncateSequence.
+
+  // A new generation starts on `sequence` from `prompt` (n-gram drafters index it).
+  virtual void BeginDraft(int32_t /*sequence*/, std::span<const TokenId> /*prompt*/) {}
+  // Drafts for several sequences at once (one draft-model decode per drafted position for all
+  // of them). A request may come back with no draft. Errors are the draft model's; the
+  // target is untouched either way.
+  virtual Status Draft(std::vector<DraftRequest>* /*requests*/) { return Status::Ok(); }
+  // The target accepted `accepted` tokens of the sequence's last draft.
+  virtual void AcceptDraft(int32_t /*sequence*/, int32_t /*accepted*/) {}
 
   // --- Embeddings (a model loaded with EngineConfig::embeddings).
 

@@ -35,6 +35,49 @@ Status SamplingParams::Validate() const {
   return Status::Ok();
 }
 
+std::string_view SpeculativeModeName(SpeculativeMode mode) {
+  switch (mode) {
+    case SpeculativeMode::kOff: return "off";
+    case SpeculativeMode::kNgram: return "ngram";
+    case SpeculativeMode::kDraft: return "draft";
+    case SpeculativeMode::kMtp: return "mtp";
+  }
+  return "unknown";
+}
+
+Result<SpeculativeMode> ParseSpeculativeMode(std::string_view name) {
+  for (SpeculativeMode m : {SpeculativeMode::kOff, SpeculativeMode::kNgram, SpeculativeMode::kDraft,
+                            SpeculativeMode::kMtp}) {
+    if (name == SpeculativeModeName(m)) return m;
+  }
+  return InvalidArgumentError("speculative '" + std::string(name) + "' is not one of off, ngram, draft, mtp");
+}
+
+Status SpeculativeConfig::Validate() const {
+  if (mode == SpeculativeMode::kOff) return Status::Ok();
+  if (draft_max < 1 || draft_max > 32) return InvalidArgumentError("draft_max must be in [1, 32]");
+  if (draft_min < 0 || draft_min > draft_max) return InvalidArgumentError("draft_min must be in [0, draft_max]");
+  if (!std::isfinite(draft_p_min) || draft_p_min < 0 || draft_p_min > 1) {
+    return InvalidArgumentError("draft_p_min must be in [0, 1]");
+  }
+  if (mode == SpeculativeMode::kDraft && draft_model_path.empty()) {
+    return InvalidArgumentError("speculative = draft needs draft_model");
+  }
+  if (mode == SpeculativeMode::kNgram) {
+    if (ngram_kind != "simple" && ngram_kind != "map-k" && ngram_kind != "map-k4v" && ngram_kind != "mod") {
+      return InvalidArgumentError("ngram_kind '" + ngram_kind + "' is not one of simple, map-k, map-k4v, mod");
+    }
+    if (ngram_size_n < 1 || ngram_size_n > 1024) return InvalidArgumentError("ngram_size_n must be in [1, 1024]");
+    if (ngram_size_m < 1 || ngram_size_m > 1024) return InvalidArgumentError("ngram_size_m must be in [1, 1024]");
+  }
+  if (synthetic_acceptance_length != 0 &&
+      (!std::isfinite(synthetic_acceptance_length) || synthetic_acceptance_length < 1 ||
+       synthetic_acceptance_length > draft_max + 1.0)) {
+    return InvalidArgumentError("the synthetic acceptance length must be in [1, draft_max + 1]");
+  }
+  return Status::Ok();
+}
+
 std::string_view FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop: return "stop";

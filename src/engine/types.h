@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chat/prompt_pieces.h"
+#include "llmd/result.h"
 #include "llmd/status.h"
 
 namespace llmd::engine {
@@ -28,6 +29,36 @@ enum class SplitMode {
 struct DeviceCap {
   std::string device;
   uint64_t bytes = 0;
+};
+
+// Speculative decoding: where draft tokens come from. The scheduler verifies every draft in
+// the target's own decode step, so the output is the target's either way.
+enum class SpeculativeMode {
+  kOff,
+  kNgram,  // n-grams of the sequence's own tokens (llama.cpp's lookup kinds); no second model
+  kDraft,  // a smaller model with the same vocabulary
+  kMtp,    // the target's own multi-token-prediction layer (nextn_predict_layers)
+};
+std::string_view SpeculativeModeName(SpeculativeMode mode);
+// "off", "ngram", "draft" or "mtp"; InvalidArgument otherwise.
+Result<SpeculativeMode> ParseSpeculativeMode(std::string_view name);
+
+struct SpeculativeConfig {
+  SpeculativeMode mode = SpeculativeMode::kOff;
+  std::string draft_model_path;  // kDraft: an attention-only model with the target's vocabulary
+  int32_t draft_max = 4;         // tokens drafted per sequence and step, 1..32
+  int32_t draft_min = 0;         // a shorter draft is not verified (0..draft_max)
+  float draft_p_min = 0.0f;      // kDraft, kMtp: drafting stops at a token less likely than this
+  std::string ngram_kind = "simple";  // kNgram: simple, map-k, map-k4v or mod (llama.cpp's names)
+  int32_t ngram_size_n = 12;     // kNgram simple/map-k/map-k4v: tokens of the key matched
+  int32_t ngram_size_m = 48;     // ... and at most this many proposed after it
+  // BENCHMARKS ONLY (llama-server's --spec-synth-len): each draft token is accepted at random
+  // so that the mean accepted length is this, whatever the target computed; the text is not
+  // the model's. 0: off. The daemon refuses it without --benchmark.
+  double synthetic_acceptance_length = 0;
+
+  // InvalidArgument naming the field when a value is out of range.
+  Status Validate() const;
 };
 
 // How the engine loads a model and sizes its context.
@@ -54,6 +85,7 @@ struct EngineConfig {
   std::string kv_cache_type = "f16";     // "f16", "q8_0", "q4_0", ...
   // Loaded for embeddings (Engine::Embed) instead of generation, pooled as the file says.
   bool embeddings = false;
+  SpeculativeConfig speculative;
 };
 
 // Token sampling. Defaults and ranges are the reference daemon's (seed 000 config table).
@@ -103,6 +135,9 @@ struct GenerateOptions {
   int32_t max_tokens = 256;  // 0 returns at once with finish reason "length"
   SamplingParams sampling;
   bool strip_think = true;   // remove <think>...</think> from the returned text
+  // This request's cap on tokens drafted per step (speculative decoding); 0: no speculation;
+  // -1: the server's draft_max.
+  int32_t draft_max = -1;
 };
 
 enum class FinishReason : uint8_t {
@@ -128,6 +163,10 @@ struct GenerationStats {
   // for tests and logs.
   uint64_t prefill_step = 0;
   uint64_t first_token_step = 0;
+  // Speculative decoding: tokens drafted and verified, and those of them the target accepted
+  // (each accepted one is a generated token that cost no decode step of its own).
+  int32_t draft_tokens = 0;
+  int32_t accepted_draft_tokens = 0;
 
   double decode_tokens_per_second() const;
   double prefill_tokens_per_second() const;

@@ -81,6 +81,7 @@ struct WorkerStats {
   uint64_t steps = 0;              // decode steps run
   uint64_t prefix_copies = 0;      // prefixes copied from another slot
   uint64_t checkpoints = 0, checkpoint_bytes = 0, checkpoint_hits = 0, checkpoint_misses = 0;
+  uint64_t draft_tokens = 0, accepted_draft_tokens = 0;  // speculative decoding, all requests
   engine::MemoryUse memory;            // the model's memory as the last step left it
   uint64_t working_memory_releases = 0;  // idle releases since start
 };

@@ -37,6 +37,7 @@ struct WorkerMetrics {
   Histogram ttft_seconds;         // request submitted to first token
   Histogram inter_token_seconds;  // between consecutive tokens of one stream
   std::atomic<uint64_t> prompt_tokens{0}, cached_tokens{0}, generated_tokens{0};
+  std::atomic<uint64_t> draft_tokens{0}, accepted_draft_tokens{0};  // speculative decoding
 };
 
 // Finished requests by API ("native", "http") and outcome ("ok", "invalid", "busy", ...).
