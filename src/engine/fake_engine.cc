@@ -1,5 +1,6 @@
 #include "engine/fake_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +63,14 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {
     info_.memory = MemoryCapabilities{.partial_truncation = true, .state_checkpoints = false, .sequence_copy = true};
   }
   info_.memory.sequence_copy = options_.sequence_copy;
+  info_.memory.rollback_tokens = options_.memory == FakeMemory::kRecurrent ? options_.rollback_tokens : 0;
+  if (options_.draft_max > 0) {
+    info_.speculative.mode = SpeculativeMode::kDraft;
+    info_.speculative.draft_max = options_.draft_max;
+    info_.speculative.draft_model = "fake";
+  }
+  drafted_.resize(static_cast<size_t>(options_.sequences));
+  rollback_floor_.resize(static_cast<size_t>(options_.sequences));
   info_.placement = {DevicePlacement{.device = "CPU"}};
   memory_.resize(static_cast<size_t>(options_.sequences));
   sampled_.resize(memory_.size());
@@ -88,6 +97,7 @@ void FakeEngine::ReleaseWorkingMemory() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!working_memory_) return;
   for (auto& m : memory_) m.clear();
+  std::fill(rollback_floor_.begin(), rollback_floor_.end(), 0);
   last_batch_.clear();
   working_memory_ = false;
   ++releases_;
@@ -244,12 +254,22 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
     if (item.position >= options_.context_tokens) return fail(ResourceExhaustedError("context full"));
     ++n;
   }
+  for (size_t s = 0; s < memory_.size(); ++s) {
+    if (length[s] != memory_[s].size()) {
+      rollback_floor_[s] = std::max(memory_[s].size(), length[s] - std::min<size_t>(length[s], options_.rollback_tokens));
+    }
+  }
   for (const auto& item : items) {
     auto s = static_cast<size_t>(item.sequence);
     memory_[s].push_back(item.token);
     ++decoded_tokens_;
+    const Drafted& d = drafted_[s];
+    const auto in_draft = static_cast<size_t>(item.position - d.position);
     if (sampled_[s].position == item.position && sampled_[s].token == item.token) {
       sampled_[s] = Sampled();  // a generated token fed back
+    } else if (d.position >= 0 && item.position >= d.position && in_draft < d.tokens.size() &&
+               d.tokens[in_draft] == item.token) {
+      ++draft_tokens_decoded_;
     } else {
       ++prompt_tokens_decoded_;
     }
@@ -300,14 +320,52 @@ Status FakeEngine::TruncateSequence(int32_t sequence, int32_t position) {
   auto& m = memory_[static_cast<size_t>(sequence)];
   const size_t p = position < 0 ? 0 : static_cast<size_t>(position);
   if (p >= m.size()) return Status::Ok();
-  if (options_.memory == FakeMemory::kRecurrent && p != 0) {
+  const bool rollback = p >= rollback_floor_[static_cast<size_t>(sequence)];
+  if (options_.memory == FakeMemory::kRecurrent && p != 0 && !rollback) {
     ++refused_;
     return UnimplementedError("recurrent memory cannot be cut at " + std::to_string(p) + " of " +
                               std::to_string(m.size()));
   }
   m.resize(p);
   sampled_[static_cast<size_t>(sequence)] = Sampled();
+  rollback_floor_[static_cast<size_t>(sequence)] = p;  // a rollback is single-use
   return Status::Ok();
+}
+
+Status FakeEngine::Draft(std::vector<DraftRequest>* requests) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (DraftRequest& r : *requests) {
+    LLMD_RETURN_IF_ERROR(CheckSequence(r.sequence));
+    std::vector<TokenId> history(r.history.begin(), r.history.end());
+    history.push_back(r.last);
+    r.draft.clear();
+    const int32_t n = std::min(r.max_tokens, options_.draft_max);
+    for (int32_t i = 0; i < n; ++i) {
+      TokenId t = NextToken(history);
+      if (options_.draft_correct >= 0 && i >= options_.draft_correct) {
+        t = ByteToken(static_cast<unsigned char>('a' + (t - ByteToken('a') + 1) % 26));  // another letter
+      }
+      r.draft.push_back(t);
+      history.push_back(t);
+    }
+    drafted_[static_cast<size_t>(r.sequence)] = {static_cast<int32_t>(r.history.size()) + 1, r.draft};
+  }
+  return Status::Ok();
+}
+
+void FakeEngine::AcceptDraft(int32_t /*sequence*/, int32_t accepted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepted_reported_ += accepted;
+}
+
+int64_t FakeEngine::draft_tokens_decoded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return draft_tokens_decoded_;
+}
+
+int64_t FakeEngine::accepted_drafts_reported() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return accepted_reported_;
 }
 
 Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
@@ -321,6 +379,7 @@ Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
   if (src != dst) {
     memory_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(src)];
     sampled_[static_cast<size_t>(dst)] = Sampled();
+    rollback_floor_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(dst)].size();
   }
   return Status::Ok();
 }
@@ -359,6 +418,7 @@ Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& sta
   if (static_cast<int64_t>(tokens.size()) > options_.context_tokens) return CorruptionError("sequence state too long");
   memory_[static_cast<size_t>(sequence)] = std::move(tokens);
   sampled_[static_cast<size_t>(sequence)] = Sampled();
+  rollback_floor_[static_cast<size_t>(sequence)] = memory_[static_cast<size_t>(sequence)].size();
   return Status::Ok();
 }
 

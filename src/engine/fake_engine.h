@@ -50,6 +50,14 @@ struct FakeEngineOptions {
   int32_t end_after_generated = 0;
   // false: CopySequence is Unimplemented (and MemoryCapabilities says so).
   bool sequence_copy = true;
+  // Speculative decoding: > 0 drafts up to this many tokens (the true continuation, so a
+  // draft is accepted whole), of which only the first `draft_correct` are right when it is
+  // >= 0 (the rest are another letter).
+  int32_t draft_max = 0;
+  int32_t draft_correct = -1;
+  // Recurrent memory: the last this many tokens of a decode can be taken back, once
+  // (llama.cpp's n_rs_seq rollback).
+  int32_t rollback_tokens = 0;
 };
 
 class FakeEngine final : public Engine {
@@ -78,6 +86,8 @@ class FakeEngine final : public Engine {
                                       bool sanitize) const override;
   Result<std::vector<TokenId>> CompletionPrompt(std::string_view prompt) const override;
   TokenId MessageStartToken() const override { return kMessageStart; }
+  Status Draft(std::vector<DraftRequest>* requests) override;
+  void AcceptDraft(int32_t sequence, int32_t accepted) override;
   Status DecodeBatch(const std::vector<DecodeItem>& items) override;
   Result<std::vector<float>> Embed(const std::vector<TokenId>&) override {
     return UnimplementedError("the fake engine has no embeddings");
@@ -112,6 +122,9 @@ class FakeEngine final : public Engine {
   int64_t prompt_tokens_decoded() const;
   // What `sequence` holds now.
   std::vector<TokenId> history(int32_t sequence) const;
+  // Draft tokens decoded (the scheduler's verification) and accepted (AcceptDraft).
+  int64_t draft_tokens_decoded() const;
+  int64_t accepted_drafts_reported() const;
   // Memory operations refused as Unimplemented (the scheduler asked for something the
   // MemoryCapabilities rule out).
   int64_t refused_operations() const;
@@ -149,6 +162,13 @@ class FakeEngine final : public Engine {
     TokenId token = 0;
   };
   std::vector<Sampled> sampled_;              // per sequence: the token sampled to go next
+  struct Drafted {
+    int32_t position = -1;  // of the first draft token
+    std::vector<TokenId> tokens;
+  };
+  std::vector<Drafted> drafted_;              // per sequence: the last draft
+  std::vector<size_t> rollback_floor_;        // per sequence: recurrent memory may be cut down to this
+  int64_t draft_tokens_decoded_ = 0, accepted_reported_ = 0;
   std::vector<DecodeItem> last_batch_;        // empty after a failed decode
   std::vector<std::vector<DecodeItem>> batches_, failed_batches_;
   int64_t decoded_tokens_ = 0, prompt_tokens_decoded_ = 0, refused_ = 0, releases_ = 0;

@@ -262,6 +262,8 @@ WorkerStats EngineWorker::stats() const {
   s.generated_tokens = metrics_.generated_tokens.load();
   s.prompt_tokens = metrics_.prompt_tokens.load();
   s.cached_tokens = metrics_.cached_tokens.load();
+  s.draft_tokens = metrics_.draft_tokens.load();
+  s.accepted_draft_tokens = metrics_.accepted_draft_tokens.load();
   std::vector<double> sorted(ttfts_.begin(), ttfts_.end());
   std::sort(sorted.begin(), sorted.end());
   auto pct = [&](double q) {
@@ -290,6 +292,8 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
   metrics_.prompt_tokens += st.prompt_tokens;
   metrics_.cached_tokens += st.cached_tokens;
   metrics_.generated_tokens += st.generated_tokens;
+  metrics_.draft_tokens += static_cast<uint64_t>(st.draft_tokens);
+  metrics_.accepted_draft_tokens += static_cast<uint64_t>(st.accepted_draft_tokens);
   std::lock_guard<std::mutex> lock(mu_);
   ++finished_;
   if (st.generated_tokens > 0) {
@@ -455,6 +459,9 @@ void EngineWorker::Admit(Job job) {
     Finish(slot, engine::FinishReason::kLength);
     return;
   }
+  if (engine_->model_info().speculative.draft_max > 0 && slot.job.options.draft_max != 0) {
+    engine_->BeginDraft(slot.sequence, slot.prompt);
+  }
   PlanCheckpoints(slot);
   WaitForSharedPrefix(slot);
 }
@@ -466,12 +473,20 @@ bool EngineWorker::Step() {
   }
   ResolveSharedPrefixWaits();
   std::vector<engine::DecodeItem> batch;
-  std::vector<std::pair<Slot*, int32_t>> outputs;  // slot, its logits' index in the batch
-  // Generating slots first: one token each, so streams keep flowing.
+  std::vector<std::pair<Slot*, int32_t>> outputs;  // slot, its (first) logits' index in the batch
+  // Generating slots first: one token each, so streams keep flowing, and its draft.
+  std::vector<Slot*> generating;
   for (auto& s : slots_) {
-    if (!s->busy || !s->has_pending) continue;
-    outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size()));
-    batch.push_back({s->sequence, static_cast<int32_t>(s->resident.size()), s->pending, true});
+    if (s->busy && s->has_pending) generating.push_back(s.get());
+  }
+  DraftFor(generating, options_.batch_tokens - static_cast<int64_t>(generating.size()));
+  for (Slot* s : generating) {
+    outputs.emplace_back(s, static_cast<int32_t>(batch.size()));
+    const auto at = static_cast<int32_t>(s->resident.size());
+    batch.push_back({s->sequence, at, s->pending, true});
+    for (size_t i = 0; i < s->draft.size(); ++i) {
+      batch.push_back({s->sequence, at + 1 + static_cast<int32_t>(i), s->draft[i], true});
+    }
   }
   // Then prompt chunks, within the step's token budget.
   for (auto& s : slots_) {
@@ -534,8 +549,95 @@ void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
   for (auto& [slot, index] : outputs) {
     if (!slot->has_pending) slot->prefill_end_ms = clock_.NowMs();
     slot->has_pending = false;
-    Sample(*slot, index);
+    if (slot->draft.empty()) {
+      Sample(*slot, index);
+    } else {
+      Verify(*slot, index);
+    }
   }
+}
+
+int32_t EngineWorker::DraftLimit(const Slot& slot) const {
+  const engine::ModelInfo& info = engine_->model_info();
+  int64_t limit = info.speculative.draft_max;
+  if (const int32_t asked = slot.job.options.draft_max; asked >= 0) limit = std::min<int64_t>(limit, asked);
+  // Tokens the job may still generate after the pending one, and room in the context.
+  limit = std::min(limit, slot.budget - 1);
+  limit = std::min<int64_t>(limit, info.context_tokens - static_cast<int64_t>(slot.resident.size()) - 2);
+  // Memory that cannot be cut takes back at most rollback_tokens.
+  if (!info.memory.partial_truncation) limit = std::min<int64_t>(limit, info.memory.rollback_tokens);
+  return static_cast<int32_t>(std::max<int64_t>(0, limit));
+}
+
+void EngineWorker::DraftFor(const std::vector<Slot*>& generating, int64_t room) {
+  if (engine_->model_info().speculative.draft_max <= 0) return;
+  std::vector<engine::DraftRequest> requests;
+  for (Slot* s : generating) {
+    s->draft.clear();
+    const int32_t limit = DraftLimit(*s);
+    if (limit <= 0) continue;
+    if (!s->pacer.ShouldDraft()) {
+      s->pacer.OnTokenWithoutDraft();
+      continue;
+    }
+    requests.push_back({.sequence = s->sequence, .history = s->resident, .last = s->pending, .max_tokens = limit});
+  }
+  if (requests.empty()) return;
+  // The step's token budget is shared out in slot order; prompt chunks get what is left.
+  for (auto& r : requests) {
+    r.max_tokens = static_cast<int32_t>(std::min<int64_t>(r.max_tokens, std::max<int64_t>(0, room)));
+    room -= r.max_tokens;
+  }
+  std::erase_if(requests, [](const engine::DraftRequest& r) { return r.max_tokens <= 0; });
+  if (Status st = engine_->Draft(&requests); !st.ok()) {
+    Log(LogLevel::kWarn, "draft_failed", {{"error", st.ToString()}});
+    return;  // this step goes without drafts
+  }
+  const int32_t min_tokens = std::max(1, engine_->model_info().speculative.draft_min);
+  for (auto& r : requests) {
+    Slot& slot = *slots_[r.sequence];
+    if (static_cast<int32_t>(r.draft.size()) < min_tokens) {
+      slot.pacer.OnTokenWithoutDraft();
+      continue;
+    }
+    slot.draft = std::move(r.draft);
+  }
+}
+
+// The items after the pending token are the draft: sampling at item m gives the token after
+// it, which is the draft's (m+1)th guess when the target agrees. The first disagreement is
+// the target's own token and ends the block.
+void EngineWorker::Verify(Slot& slot, int32_t output_index) {
+  const std::vector<engine::TokenId> draft = std::move(slot.draft);
+  slot.draft.clear();
+  const size_t base = slot.resident.size() - draft.size() - 1;  // the pending token's position
+  const uint64_t job = slot.job_id;
+  slot.out.stats.draft_tokens += static_cast<int32_t>(draft.size());
+  size_t m = 0;
+  for (;; ++m) {
+    const engine::TokenId guess = m < draft.size() ? draft[m] : engine::Sampler::kNoToken;
+    const engine::TokenId token = Sample(slot, output_index + static_cast<int32_t>(m), guess, m);
+    const bool going = slot.busy && slot.job_id == job && slot.has_pending;
+    if (!going || m == draft.size() || token != guess) break;
+    slot.has_pending = false;  // the guess is in memory already; its logits give the next token
+  }
+  const auto accepted = static_cast<int32_t>(m);
+  if (slot.busy && slot.job_id == job) slot.pacer.OnVerified(static_cast<int32_t>(draft.size()), accepted);
+  engine_->AcceptDraft(slot.sequence, accepted);
+  const size_t keep = base + m + 1;  // through the last item whose logits were used
+  if (keep >= slot.resident.size()) return;
+  if (Status st = engine_->TruncateSequence(slot.sequence, static_cast<int32_t>(keep)); !st.ok()) {
+    // The memory holds rejected tokens it cannot drop: this sequence starts over.
+    Log(LogLevel::kError, "draft_rollback_failed", {{"error", st.ToString()}});
+    if (slot.busy && slot.job_id == job) {
+      Fail(slot, st);
+    } else if (Status cleared = engine_->TruncateSequence(slot.sequence, 0); !cleared.ok()) {
+      Log(LogLevel::kError, "sequence_clear_failed", {{"error", cleared.ToString()}});
+    }
+    slot.resident.clear();
+    return;
+  }
+  slot.resident.resize(keep);
 }
 
 // A failed step is retried one sequence at a time: the request whose tokens the engine
@@ -554,22 +656,33 @@ void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batc
       Fail(slot, st);
       continue;
     }
+    // The first item with logits: the last prompt token, or the pending token with its draft
+    // (whose logits follow it) behind.
     std::vector<std::pair<Slot*, int32_t>> outputs;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].logits) outputs.emplace_back(&slot, static_cast<int32_t>(i));
-    }
+    const auto first = std::find_if(items.begin(), items.end(), [](const engine::DecodeItem& d) { return d.logits; });
+    if (first != items.end()) outputs.emplace_back(&slot, static_cast<int32_t>(first - items.begin()));
     AfterDecode(items, outputs);
   }
 }
 
-void EngineWorker::Sample(Slot& slot, int32_t output_index) {
+engine::TokenId EngineWorker::Sample(Slot& slot, int32_t output_index, engine::TokenId draft,
+                                     size_t draft_position) {
   engine::GenerationStats& st = slot.out.stats;
   engine::TokenId token = slot.sampler->Sample(output_index);
   if (token == engine::Sampler::kNoToken) {
     // The grammar allows no token here (a dead end): the reply ends with what it allowed.
     Log(LogLevel::kWarn, "grammar_dead_end", {{"generated", std::to_string(st.generated_tokens)}});
     Finish(slot, engine::FinishReason::kStop);
-    return;
+    return token;
+  }
+  if (draft != engine::Sampler::kNoToken) {
+    // Benchmarks only: the draft token is taken at random, whatever the target computed.
+    const auto& synthetic = engine_->model_info().speculative.synthetic_acceptance;
+    if (draft_position < synthetic.size() && !engine_->IsEndOfGeneration(draft) &&
+        std::uniform_real_distribution<double>(0.0, 1.0)(synthetic_rng_) < synthetic[draft_position]) {
+      token = draft;
+    }
+    if (token == draft) ++st.accepted_draft_tokens;
   }
   const int64_t now = clock_.NowMs();
   const auto now_precise = std::chrono::steady_clock::now();
@@ -585,7 +698,7 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   slot.last_token = now_precise;
   if (engine_->IsEndOfGeneration(token)) {
     Finish(slot, engine::FinishReason::kStop);
-    return;
+    return token;
   }
   slot.out.tokens.push_back(token);
   ++st.generated_tokens;
@@ -597,14 +710,15 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index) {
   Emit(slot, slot.stops.Push(text));
   if (slot.stops.stopped()) {
     Finish(slot, engine::FinishReason::kStop);
-    return;
+    return token;
   }
   if (--slot.budget <= 0) {
     Finish(slot, engine::FinishReason::kLength);
-    return;
+    return token;
   }
   slot.pending = token;
   slot.has_pending = true;
+  return token;
 }
 
 void EngineWorker::Emit(Slot& slot, std::string text, bool last) {
@@ -667,6 +781,8 @@ void EngineWorker::EndJob(Slot& slot) {
   }
   slot.busy = false;
   slot.has_pending = false;
+  slot.draft.clear();
+  slot.pacer = DraftPacer();
   slot.prefill_started = false;
   slot.first_token_ms = 0;
   slot.wait_source = nullptr;

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -157,10 +158,21 @@ class EngineWorker {
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
   void AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch);
+  // Speculative decoding: drafts for the generating slots where it is on and pays, within
+  // `room` tokens of the step; each slot's draft goes to Slot::draft.
+  void DraftFor(const std::vector<Slot*>& generating, int64_t room);
+  int32_t DraftLimit(const Slot& slot) const;
+  // Samples the slot's pending token and then each draft token while the samples match the
+  // draft; takes back the rejected rest of the draft.
+  void Verify(Slot& slot, int32_t output_index);
   void AfterDecode(const std::vector<engine::DecodeItem>& items,
                    const std::vector<std::pair<Slot*, int32_t>>& outputs);
   void RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error);
-  void Sample(Slot& slot, int32_t output_index);
+  // Samples the next token from `output_index` and handles it (text, stop, finish); returns
+  // it (kNoToken at a grammar dead end). `draft`: the draft's guess for this token (its
+  // `draft_position`th), counted as accepted when it is what was sampled.
+  engine::TokenId Sample(Slot& slot, int32_t output_index, engine::TokenId draft = engine::Sampler::kNoToken,
+                         size_t draft_position = 0);
   // `last`: the job's final text; it carries any log-probabilities not yet sent.
   void Emit(Slot& slot, std::string text, bool last = false);
   void Finish(Slot& slot, engine::FinishReason reason);
@@ -206,6 +218,7 @@ class EngineWorker {
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only
   CheckpointStore checkpoints_;               // engine thread only (counters: any)
   int64_t use_counter_ = 0;                   // engine thread only: LRU clock
+  std::mt19937 synthetic_rng_{42};            // engine thread only: benchmark-only synthetic acceptance
   size_t busy_peak_ = 0, last_peak_ = 0;      // engine thread only: most slots busy at once, now
                                               // and in the last busy period (admission window)
   int64_t idle_since_ms_ = 0;                 // guarded by mu_: when the last job ended

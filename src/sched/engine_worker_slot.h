@@ -13,6 +13,7 @@
 #include "chat/stop_strings.h"
 #include "chat/think_stripper.h"
 #include "common/utf8.h"
+#include "sched/draft_pacer.h"
 #include "sched/engine_worker.h"
 
 namespace llmd::sched {
@@ -39,6 +40,8 @@ struct EngineWorker::Slot {
   int64_t budget = 0;                     // tokens still allowed
   engine::TokenId pending = 0;            // sampled, not yet decoded
   bool has_pending = false;
+  std::vector<engine::TokenId> draft;     // speculative: decoded after `pending` this step, to verify
+  DraftPacer pacer;                       // whether drafting pays for this job
   Utf8StreamAssembler utf8;
   chat::ThinkStripper think;
   chat::StopStrings stops;

@@ -24,6 +24,7 @@
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
+#include "engine/llama/llama_drafter.h"
 #include "engine/llama/llama_placement.h"
 #include "engine/llama/llama_sampler.h"
 #include "format/model_file.h"
@@ -206,6 +207,21 @@ class LlamaEngine final : public Engine {
     return Status::Ok();
   }
 
+  void BeginDraft(int32_t sequence, std::span<const TokenId> prompt) override {
+    if (drafter_) drafter_->Begin(sequence, prompt);
+  }
+
+  Status Draft(std::vector<DraftRequest>* requests) override {
+    if (!drafter_) return Status::Ok();
+    LLMD_RETURN_IF_ERROR(RequireContext());
+    PinCallingThread();
+    return drafter_->Draft(requests, threadpool_.get());
+  }
+
+  void AcceptDraft(int32_t sequence, int32_t accepted) override {
+    if (drafter_) drafter_->Accept(sequence, accepted);
+  }
+
   Result<std::vector<float>> Embed(const std::vector<TokenId>& tokens) override {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     if (!config_.embeddings) return InvalidArgumentError("this model is loaded for generation, not for embeddings");
@@ -340,6 +356,7 @@ class LlamaEngine final : public Engine {
 
   void ReleaseWorkingMemory() override {
     if (!ctx_) return;
+    if (drafter_) drafter_->ReleaseWorkingMemory();
     ctx_.reset();
     std::fill(written_.begin(), written_.end(), 0);
   }
@@ -348,6 +365,7 @@ class LlamaEngine final : public Engine {
 
   void Release() override {
     chat_template_.reset();
+    drafter_.reset();  // before the model it checked its vocabulary against
     ctx_.reset();
     written_.clear();
     threadpool_.reset();  // after the context that uses it
@@ -409,6 +427,7 @@ class LlamaEngine final : public Engine {
   std::unique_ptr<ggml_threadpool, ThreadpoolDeleter> threadpool_;
   std::thread::id pinned_thread_;  // the decoding thread already pinned to config_.cpus
   llama_context_ptr ctx_;  // null after ReleaseWorkingMemory
+  std::unique_ptr<LlamaDrafter> drafter_;  // speculative decoding on; null when off
   uint32_t max_outputs_ = 0;  // outputs one decode step may ask for (the context reserves them)
   std::vector<int32_t> written_;  // per sequence: the positions written since the context was made
   uint64_t context_bytes_ = 0, compute_bytes_ = 0;  // what the context allocated, all devices
@@ -462,6 +481,19 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   chat_template_ = std::make_unique<ChatTemplate>(model_.get());
 
   DescribeModel(file, placement, kv_type);
+  if (config.speculative.mode != SpeculativeMode::kOff && !config.embeddings) {
+    auto drafter = LlamaDrafter::Create(config, model_.get());
+    if (!drafter.has_value()) {
+      Release();
+      return drafter.error();
+    }
+    drafter_ = std::move(*drafter);
+    info_.speculative = drafter_->info();
+    if (info_.memory.state_checkpoints && info_.memory.rollback_tokens < info_.speculative.draft_max) {
+      // The scheduler never drafts past what the memory can take back.
+      info_.speculative.draft_max = info_.memory.rollback_tokens;
+    }
+  }
   info_.load_ms = MsSince(start);
   return Status::Ok();
 }
@@ -481,6 +513,12 @@ Status LlamaEngine::CreateContext() {
   // The scheduler samples one token per sequence a step, so the outputs reserved (logits and
   // the scratch of the output head: 512 x 152k floats, 297 MiB, by default) are one per sequence.
   cp.n_outputs_max = LlamaOutputsPerStep(config_);
+  // Speculative decoding on a recurrent state: the states after each of the last draft_max
+  // tokens are kept, so that rejected draft tokens can be taken back (llama.cpp clamps this
+  // to 0 for architectures that cannot).
+  if (Speculating(config_) && (llama_model_is_recurrent(model_.get()) || llama_model_is_hybrid(model_.get()))) {
+    cp.n_rs_seq = static_cast<uint32_t>(config_.speculative.draft_max);
+  }
   if (config_.embeddings) {
     // A pooled embedding needs its whole input in one micro-batch, and every token's output.
     cp.embeddings = true;
@@ -503,6 +541,7 @@ Status LlamaEngine::CreateContext() {
                                   " tokens (out of memory, or see the log lines above)");
   }
   max_outputs_ = cp.n_outputs_max;
+  info_.memory.rollback_tokens = static_cast<int32_t>(llama_n_rs_seq(ctx_.get()));
   written_.assign(static_cast<size_t>(config_.sequences), 0);
   // One persistent pool for prompt and generation; without it ggml would start threads for
   // every graph. It outlives a released context.
@@ -531,6 +570,7 @@ MemoryUse LlamaEngine::memory_use() const {
   MemoryUse use;
   if (!loaded()) return use;
   for (const auto& d : info_.placement) use.weights.reserved += d.model_bytes;
+  if (drafter_) use.weights.reserved += drafter_->weight_bytes();
   // Weights read into memory are resident whole; mapped ones as far as the kernel keeps them.
   use.weights.resident = use.weights.reserved;
   if (config_.use_mmap) {
@@ -543,7 +583,7 @@ MemoryUse LlamaEngine::memory_use() const {
   }
   use.working_memory = ctx_ != nullptr;
   if (!ctx_) return use;
-  use.kv.reserved = context_bytes_;
+  use.kv.reserved = context_bytes_ + (drafter_ ? drafter_->context_bytes() : 0);
   use.compute.reserved = use.compute.resident = compute_bytes_;  // counted whole while it exists
   // KV pages are committed as tokens are written (patches/llama.cpp/0001), a sequence's cells
   // from its start: the cells written so far are what is resident. A recurrent state is

@@ -4,6 +4,7 @@
 #ifndef LLMD_ENGINE_LLAMA_LLAMA_PLACEMENT_H_
 #define LLMD_ENGINE_LLAMA_LLAMA_PLACEMENT_H_
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/engine.h"
@@ -29,10 +30,18 @@ struct LlamaPlacement {
 // The configured devices (or, with none named and layers to offload, llama.cpp's default:
 // RPC servers, then GPUs, then integrated GPUs when there is no GPU), planned. InvalidArgument
 // for an unknown device or cap name; ResourceExhausted when the model cannot fit.
+inline bool Speculating(const EngineConfig& config) {
+  return config.speculative.mode != SpeculativeMode::kOff && !config.embeddings;
+}
+
 // The outputs (logits) one decode step may ask for, as the context reserves them: one per
-// sequence when generating, every token of a micro-batch for embeddings.
+// sequence when generating (with speculative decoding, one more per draft token, within the
+// step's tokens), every token of a micro-batch for embeddings.
 inline uint32_t LlamaOutputsPerStep(const EngineConfig& config) {
-  return static_cast<uint32_t>(config.embeddings ? config.batch_tokens : config.sequences);
+  if (config.embeddings) return static_cast<uint32_t>(config.batch_tokens);
+  if (!Speculating(config)) return static_cast<uint32_t>(config.sequences);
+  const int64_t wanted = static_cast<int64_t>(config.sequences) * (1 + config.speculative.draft_max);
+  return static_cast<uint32_t>(std::max<int64_t>(config.sequences, std::min<int64_t>(wanted, config.batch_tokens)));
 }
 
 Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const format::GgufSummary& gguf,

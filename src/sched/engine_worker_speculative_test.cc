@@ -1,0 +1,277 @@
+// Speculative decoding in the scheduler, over the fake engine: the output is the target's,
+// token for token, whatever the drafts; rejected draft tokens leave the memory; stops, limits
+// and cancellation inside a verified block; the pacer. Structure only, never time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/fake_engine.h"
+#include "sched/draft_pacer.h"
+#include "sched/engine_worker.h"
+#include "sched/worker_test_rig.h"
+
+namespace llmd::sched {
+namespace {
+
+using namespace test_rig;  // NOLINT(google-build-using-namespace): the rig is this file's vocabulary
+
+FakeEngineOptions Drafting(int32_t draft_max, int32_t draft_correct = -1) {
+  return {.draft_max = draft_max, .draft_correct = draft_correct};
+}
+
+int64_t MostOutputsOfOneSequence(const Batches& batches) {
+  int64_t most = 0;
+  for (const auto& batch : batches) {
+    for (int32_t s : SequencesIn(batch)) {
+      most = std::max<int64_t>(most, std::count_if(batch.begin(), batch.end(), [&](const DecodeItem& d) {
+        return d.sequence == s && d.logits;
+      }));
+    }
+  }
+  return most;
+}
+
+// Batches holding more than one item with logits for one sequence: verified drafts.
+int CountVerifyBatches(const Batches& batches) {
+  return static_cast<int>(std::count_if(batches.begin(), batches.end(), [](const std::vector<DecodeItem>& batch) {
+    return MostOutputsOfOneSequence({batch}) > 1;
+  }));
+}
+
+// What the sequence must hold after a job: its prompt and every generated token but the last
+// (the last is sampled, never decoded). A job's Done can come before the engine thread has
+// taken back the rest of its last block; a job that only counts its prompt runs after that
+// on the same thread, and touches no slot.
+void Settle(Rig& rig) {
+  Job barrier = Raw("x", 1);
+  barrier.count_only = true;
+  ASSERT_TRUE(rig.Run(std::move(barrier)).has_value());
+}
+
+void ExpectMemoryIsPromptAndOutput(Rig& rig, int32_t sequence, const std::vector<TokenId>& prompt,
+                                   const std::vector<TokenId>& out) {
+  Settle(rig);
+  std::vector<TokenId> expected = prompt;
+  expected.insert(expected.end(), out.begin(), out.end());
+  const std::vector<TokenId> held = rig.fake->history(sequence);
+  ASSERT_LE(held.size(), expected.size());
+  EXPECT_GE(held.size() + 1, expected.size());
+  EXPECT_TRUE(std::equal(held.begin(), held.end(), expected.begin())) << "the memory holds a rejected draft token";
+}
+
+TEST(Speculative, DraftsThatAreRightAreAcceptedWholeAndSaveSteps) {
+  const std::vector<TokenId> plain = Solo(Raw("speculate", 40));
+  Rig rig(Drafting(4));
+  auto done = rig.Run(Raw("speculate", 40));
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->tokens, plain);
+  EXPECT_GT(done->stats.draft_tokens, 0);
+  EXPECT_EQ(done->stats.accepted_draft_tokens, done->stats.draft_tokens);
+  Settle(rig);
+  // One step for the prompt, then one per block of up to 1 + 4 tokens: 40 tokens in 1 + 8.
+  EXPECT_EQ(rig.fake->batches().size(), 9u);
+  EXPECT_EQ(rig.fake->accepted_drafts_reported(), done->stats.accepted_draft_tokens);
+  const WorkerStats stats = rig.worker->stats();
+  EXPECT_EQ(stats.draft_tokens, static_cast<uint64_t>(done->stats.draft_tokens));
+  EXPECT_EQ(stats.accepted_draft_tokens, static_cast<uint64_t>(done->stats.accepted_draft_tokens));
+  ExpectMemoryIsPromptAndOutput(rig, 0, FakeEngine::Bytes("speculate"), done->tokens);
+}
+
+TEST(Speculative, APartlyWrongDraftGivesTheSameTokensAndTakesBackTheRest) {
+  const std::vector<TokenId> plain = Solo(Raw("partly", 30));
+  Rig rig(Drafting(4, /*draft_correct=*/2));
+  auto done = rig.Run(Raw("partly", 30));
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->tokens, plain);
+  // Each block: 2 of 4 accepted, the target's own token after them.
+  EXPECT_LT(done->stats.accepted_draft_tokens, done->stats.draft_tokens);
+  EXPECT_GE(done->stats.accepted_draft_tokens * 2, done->stats.draft_tokens);
+  EXPECT_GT(rig.fake->draft_tokens_decoded(), 0);
+  ExpectMemoryIsPromptAndOutput(rig, 0, FakeEngine::Bytes("partly"), done->tokens);
+}
+
+TEST(Speculative, FourConcurrentStreamsEachEqualTheirSoloRunWhileTheyOverlap) {
+  const std::vector<std::string> prompts = {"first stream", "second one", "the third", "and a fourth"};
+  std::vector<std::vector<TokenId>> solo;
+  for (const auto& p : prompts) solo.push_back(Solo(Raw(p, 24)));
+  Rig rig(Drafting(4, /*draft_correct=*/1));
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  for (const auto& p : prompts) channels.push_back(rig.Submit(Raw(p, 24)));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  rig.Release();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto done = Await(*channels[i]);
+    ASSERT_TRUE(done.has_value()) << done.error().ToString();
+    EXPECT_EQ(done->tokens, solo[i]) << prompts[i];
+    EXPECT_GT(done->stats.draft_tokens, 0);
+  }
+  // The streams were verified together: some step holds drafts of all four.
+  bool all_four = false;
+  for (const auto& batch : rig.fake->batches()) {
+    int drafting = 0;
+    for (int32_t s : SequencesIn(batch)) {
+      drafting += std::count_if(batch.begin(), batch.end(),
+                                [&](const DecodeItem& d) { return d.sequence == s && d.logits; }) > 1;
+    }
+    all_four = all_four || drafting == 4;
+  }
+  EXPECT_TRUE(all_four);
+}
+
+TEST(Speculative, RecurrentMemoryTakesRejectedTokensBackWithinItsRollback) {
+  FakeEngineOptions options = Drafting(4, /*draft_correct=*/1);
+  options.memory = FakeMemory::kRecurrent;
+  options.rollback_tokens = 4;
+  const std::vector<TokenId> plain = Solo(Raw("recurrent", 30), {.memory = FakeMemory::kRecurrent});
+  Rig rig(options);
+  auto done = rig.Run(Raw("recurrent", 30));
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->tokens, plain);
+  EXPECT_GT(done->stats.draft_tokens, done->stats.accepted_draft_tokens);
+  EXPECT_EQ(rig.fake->refused_operations(), 0);
+  ExpectMemoryIsPromptAndOutput(rig, 0, FakeEngine::Bytes("recurrent"), done->tokens);
+}
+
+TEST(Speculative, DraftsNeverExceedWhatRecurrentMemoryCanTakeBack) {
+  FakeEngineOptions options = Drafting(4, /*draft_correct=*/0);
+  options.memory = FakeMemory::kRecurrent;
+  options.rollback_tokens = 2;
+  Rig rig(options);
+  auto done = rig.Run(Raw("short rollback", 20));
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(MostOutputsOfOneSequence(rig.fake->batches()), 3);  // the pending token and 2 guesses
+  EXPECT_EQ(rig.fake->refused_operations(), 0);
+
+  options.rollback_tokens = 0;
+  Rig none(options);
+  auto plain = none.Run(Raw("no rollback", 20));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->stats.draft_tokens, 0);
+  EXPECT_EQ(none.fake->draft_tokens_decoded(), 0);
+}
+
+TEST(Speculative, ARequestCanTurnItOffOrCapIt) {
+  Rig off(Drafting(4));
+  Job job = Raw("no thanks", 20);
+  job.options.draft_max = 0;
+  auto done = off.Run(std::move(job));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->stats.draft_tokens, 0);
+  EXPECT_EQ(CountVerifyBatches(off.fake->batches()), 0);
+
+  Rig capped(Drafting(4));
+  Job two = Raw("just two", 20);
+  two.options.draft_max = 2;
+  done = capped.Run(std::move(two));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_GT(done->stats.draft_tokens, 0);
+  EXPECT_EQ(MostOutputsOfOneSequence(capped.fake->batches()), 3);  // the pending token and 2 guesses
+}
+
+TEST(Speculative, MaxTokensEndsInsideABlock) {
+  Rig rig(Drafting(4));
+  for (int32_t max_tokens : {1, 2, 5, 7}) {
+    auto done = rig.Run(Raw("limit " + std::to_string(max_tokens), max_tokens));
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->tokens.size(), static_cast<size_t>(max_tokens));
+    EXPECT_EQ(done->stats.finish_reason, FinishReason::kLength);
+    EXPECT_EQ(done->tokens, Solo(Raw("limit " + std::to_string(max_tokens), max_tokens)));
+  }
+}
+
+TEST(Speculative, AStopStringInsideAnAcceptedBlockEndsTheTextThere) {
+  const std::vector<TokenId> plain = Solo(Raw("stop inside", 40));
+  std::string text;
+  for (TokenId t : plain) text += FakeEngine().TokenText(t);
+  // A stop string that starts at the 6th generated character: inside the second block.
+  const std::string stop = text.substr(5, 2);
+  const std::string expected = text.substr(0, text.find(stop));
+  Job with_stop = Raw("stop inside", 40);
+  with_stop.stop = {stop};
+  Rig rig(Drafting(4));
+  auto done = rig.Run(std::move(with_stop));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->text, expected);
+  EXPECT_EQ(done->stats.finish_reason, FinishReason::kStop);
+  ExpectMemoryIsPromptAndOutput(rig, 0, FakeEngine::Bytes("stop inside"), done->tokens);
+}
+
+TEST(Speculative, ACancelDuringAVerifiedBlockEndsTheJobAfterIt) {
+  const std::vector<TokenId> plain = Solo(Raw("cancel me", 200));
+  Rig rig(Drafting(4));
+  rig.fake->HoldDecodes();
+  auto channel = rig.Submit(Raw("cancel me", 200));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the prompt
+  ASSERT_TRUE(rig.Step());                            // the first token's block, with a draft
+  ASSERT_TRUE(rig.Step());
+  channel->Cancel();  // while that block is being decoded
+  rig.Release();
+  auto done = Await(*channel);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->stats.finish_reason, FinishReason::kCancelled);
+  ASSERT_LE(done->tokens.size(), plain.size());
+  EXPECT_GT(done->tokens.size(), 1u);
+  EXPECT_TRUE(std::equal(done->tokens.begin(), done->tokens.end(), plain.begin()));
+  ExpectMemoryIsPromptAndOutput(rig, 0, FakeEngine::Bytes("cancel me"), done->tokens);
+}
+
+TEST(Speculative, AFailedStepWithDraftsIsRetriedPerSequence) {
+  const std::vector<TokenId> a = Solo(Raw("retry a", 20)), b = Solo(Raw("retry bb", 20));
+  Rig rig(Drafting(4, /*draft_correct=*/2));
+  rig.fake->HoldDecodes();
+  auto ca = rig.Submit(Raw("retry a", 20));
+  auto cb = rig.Submit(Raw("retry bb", 20));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  ASSERT_TRUE(rig.Step());  // the prompts
+  rig.fake->FailNextDecodes(1);  // the step verifying both drafts
+  rig.Release();
+  auto da = Await(*ca), db = Await(*cb);
+  ASSERT_TRUE(da.has_value() && db.has_value());
+  EXPECT_EQ(da->tokens, a);
+  EXPECT_EQ(db->tokens, b);
+  ASSERT_FALSE(rig.fake->failed_batches().empty());
+  EXPECT_GT(CountVerifyBatches(rig.fake->failed_batches()), 0);
+}
+
+TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
+  const std::vector<TokenId> plain = Solo(Raw("always wrong", 200));
+  Rig rig(Drafting(4, /*draft_correct=*/0));
+  auto done = rig.Run(Raw("always wrong", 200));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->tokens, plain);
+  EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
+  // Two blocks to judge, then probes after pauses of 16, 32, 64 tokens: 5 blocks of 4.
+  EXPECT_EQ(done->stats.draft_tokens, 20);
+}
+
+TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
+  DraftPacer pacer;
+  pacer.OnVerified(4, 0);
+  EXPECT_TRUE(pacer.ShouldDraft());  // 4 tokens are not enough to judge
+  pacer.OnVerified(4, 1);            // 1 of 8 < 25 %
+  EXPECT_FALSE(pacer.ShouldDraft());
+  for (int i = 0; i < DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
+  EXPECT_TRUE(pacer.ShouldDraft());
+  pacer.OnVerified(4, 0);  // the probe fails: twice as long
+  EXPECT_EQ(pacer.pause(), 2 * DraftPacer::kFirstPause);
+  for (int i = 0; i < 2 * DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
+  pacer.OnVerified(4, 2);  // the probe pays: drafting resumes, the pause resets
+  EXPECT_TRUE(pacer.ShouldDraft());
+  EXPECT_EQ(pacer.pause(), DraftPacer::kFirstPause);
+}
+
+TEST(DraftPacer, ThePauseStopsGrowingAtItsCap) {
+  DraftPacer pacer;
+  pacer.OnVerified(8, 0);
+  for (int probe = 0; probe < 12; ++probe) {
+    while (!pacer.ShouldDraft()) pacer.OnTokenWithoutDraft();
+    pacer.OnVerified(4, 0);
+  }
+  EXPECT_EQ(pacer.pause(), DraftPacer::kMaxPause);
+}
+
+}  // namespace
+}  // namespace llmd::sched
