@@ -68,6 +68,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {
     info_.speculative.mode = SpeculativeMode::kDraft;
     info_.speculative.draft_max = options_.draft_max;
     info_.speculative.draft_model = "fake";
+    info_.speculative.synthetic_acceptance = options_.synthetic_acceptance;
   }
   drafted_.resize(static_cast<size_t>(options_.sequences));
   rollback_floor_.resize(static_cast<size_t>(options_.sequences));

@@ -55,6 +55,7 @@ struct FakeEngineOptions {
   // >= 0 (the rest are another letter).
   int32_t draft_max = 0;
   int32_t draft_correct = -1;
+  std::vector<double> synthetic_acceptance;  // SpeculativeInfo::synthetic_acceptance (benchmarks)
   // Recurrent memory: the last this many tokens of a decode can be taken back, once
   // (llama.cpp's n_rs_seq rollback).
   int32_t rollback_tokens = 0;

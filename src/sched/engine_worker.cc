@@ -615,10 +615,10 @@ void EngineWorker::Verify(Slot& slot, int32_t output_index) {
   slot.out.stats.draft_tokens += static_cast<int32_t>(draft.size());
   size_t m = 0;
   for (;; ++m) {
-    const engine::TokenId guess = m < draft.size() ? draft[m] : engine::Sampler::kNoToken;
-    const engine::TokenId token = Sample(slot, output_index + static_cast<int32_t>(m), guess, m);
+    DraftCheck check{.guess = m < draft.size() ? draft[m] : 0, .position = m};
+    Sample(slot, output_index + static_cast<int32_t>(m), m < draft.size() ? &check : nullptr);
     const bool going = slot.busy && slot.job_id == job && slot.has_pending;
-    if (!going || m == draft.size() || token != guess) break;
+    if (!going || !check.accepted) break;
     slot.has_pending = false;  // the guess is in memory already; its logits give the next token
   }
   const auto accepted = static_cast<int32_t>(m);
@@ -665,24 +665,26 @@ void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batc
   }
 }
 
-engine::TokenId EngineWorker::Sample(Slot& slot, int32_t output_index, engine::TokenId draft,
-                                     size_t draft_position) {
+void EngineWorker::Sample(Slot& slot, int32_t output_index, DraftCheck* check) {
   engine::GenerationStats& st = slot.out.stats;
   engine::TokenId token = slot.sampler->Sample(output_index);
   if (token == engine::Sampler::kNoToken) {
     // The grammar allows no token here (a dead end): the reply ends with what it allowed.
     Log(LogLevel::kWarn, "grammar_dead_end", {{"generated", std::to_string(st.generated_tokens)}});
     Finish(slot, engine::FinishReason::kStop);
-    return token;
+    return;
   }
-  if (draft != engine::Sampler::kNoToken) {
-    // Benchmarks only: the draft token is taken at random, whatever the target computed.
+  if (check != nullptr) {
     const auto& synthetic = engine_->model_info().speculative.synthetic_acceptance;
-    if (draft_position < synthetic.size() && !engine_->IsEndOfGeneration(draft) &&
-        std::uniform_real_distribution<double>(0.0, 1.0)(synthetic_rng_) < synthetic[draft_position]) {
-      token = draft;
+    if (check->position < synthetic.size()) {
+      // Benchmarks only: the guess is taken or refused at random, whatever the target computed.
+      check->accepted = !engine_->IsEndOfGeneration(check->guess) &&
+                        std::uniform_real_distribution<double>(0.0, 1.0)(synthetic_rng_) < synthetic[check->position];
+      if (check->accepted) token = check->guess;
+    } else {
+      check->accepted = token == check->guess;
     }
-    if (token == draft) ++st.accepted_draft_tokens;
+    if (check->accepted) ++st.accepted_draft_tokens;
   }
   const int64_t now = clock_.NowMs();
   const auto now_precise = std::chrono::steady_clock::now();
@@ -698,7 +700,7 @@ engine::TokenId EngineWorker::Sample(Slot& slot, int32_t output_index, engine::T
   slot.last_token = now_precise;
   if (engine_->IsEndOfGeneration(token)) {
     Finish(slot, engine::FinishReason::kStop);
-    return token;
+    return;
   }
   slot.out.tokens.push_back(token);
   ++st.generated_tokens;
@@ -710,15 +712,14 @@ engine::TokenId EngineWorker::Sample(Slot& slot, int32_t output_index, engine::T
   Emit(slot, slot.stops.Push(text));
   if (slot.stops.stopped()) {
     Finish(slot, engine::FinishReason::kStop);
-    return token;
+    return;
   }
   if (--slot.budget <= 0) {
     Finish(slot, engine::FinishReason::kLength);
-    return token;
+    return;
   }
   slot.pending = token;
   slot.has_pending = true;
-  return token;
 }
 
 void EngineWorker::Emit(Slot& slot, std::string text, bool last) {

@@ -168,11 +168,16 @@ class EngineWorker {
   void AfterDecode(const std::vector<engine::DecodeItem>& items,
                    const std::vector<std::pair<Slot*, int32_t>>& outputs);
   void RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error);
-  // Samples the next token from `output_index` and handles it (text, stop, finish); returns
-  // it (kNoToken at a grammar dead end). `draft`: the draft's guess for this token (its
-  // `draft_position`th), counted as accepted when it is what was sampled.
-  engine::TokenId Sample(Slot& slot, int32_t output_index, engine::TokenId draft = engine::Sampler::kNoToken,
-                         size_t draft_position = 0);
+  // A draft's guess for the token about to be sampled (its `position`th), and the verdict.
+  struct DraftCheck {
+    engine::TokenId guess = 0;
+    size_t position = 0;
+    bool accepted = false;  // out: the sampled token is the guess
+  };
+  // Samples the next token from `output_index` and handles it (text, stop, finish); `check`
+  // (may be null) is judged before anything else, so the stats of a job that ends on this
+  // token count it.
+  void Sample(Slot& slot, int32_t output_index, DraftCheck* check = nullptr);
   // `last`: the job's final text; it carries any log-probabilities not yet sent.
   void Emit(Slot& slot, std::string text, bool last = false);
   void Finish(Slot& slot, engine::FinishReason reason);

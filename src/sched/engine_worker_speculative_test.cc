@@ -247,6 +247,25 @@ TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
   EXPECT_EQ(done->stats.draft_tokens, 20);
 }
 
+TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
+  // Benchmarks only: every draft token accepted at probability 1, though each is wrong.
+  FakeEngineOptions always = Drafting(4, /*draft_correct=*/0);
+  always.synthetic_acceptance = {1, 1, 1, 1};
+  Rig rig(always);
+  auto done = rig.Run(Raw("synthetic", 21));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->stats.accepted_draft_tokens, done->stats.draft_tokens);
+  EXPECT_EQ(done->stats.draft_tokens, 16);  // 1 + 4 blocks of 1 + 4 tokens
+  EXPECT_NE(done->tokens, Solo(Raw("synthetic", 21)));  // the text is not the model's
+
+  FakeEngineOptions never = Drafting(4);  // right drafts, all refused by the draw
+  never.synthetic_acceptance = {0, 0, 0, 0};
+  Rig none(never);
+  done = none.Run(Raw("synthetic", 21));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
+}
+
 TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
   DraftPacer pacer;
   pacer.OnVerified(4, 0);
