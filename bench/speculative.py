@@ -10,6 +10,8 @@ acceptance: a Q4_0 draft written from the same seed as its Q8_0 target.
 Rows, each 1 and 4 clients, decode tok/s (1 client: one stream's decode rate; 4 clients: all
 tokens / the longest request), and the acceptance each server reports:
   off                      both servers without speculation
+  draft, real acceptance   the tiny model drafting for the 0.6B target, no synthetic help:
+                           what speculation costs when it does not pay
   L=1.5|2.5|4, max N       draft mode, the tiny model drafting for the 0.6B target
   real, Q4_0 draft         the 0.6B Q8_0 target, its own weights at Q4_0 drafting
 The bandwidth cap (read GB/s / bytes read per token) is printed beside: above it, only
@@ -92,7 +94,12 @@ def measure(server, key, o, rep):
 
 def configs(o):
     """(name, target, llmd flags, llama-server flags) for every row."""
-    out = [("off", o.target, [], [])]
+    out = [("off", o.target, [], []),
+           # The tiny random model's real acceptance against the 0.6B target is about nothing:
+           # what speculation costs when it does not pay.
+           ("draft, real acceptance, max 4", o.target,
+            ["--speculative", "draft", "--draft-model", o.draft, "--draft-max", "4"],
+            ["-md", o.draft, "--spec-draft-n-max", "4"])]
     for n in o.draft_max:
         for L in o.lengths:
             if L > n + 1:
