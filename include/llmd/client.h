@@ -46,6 +46,9 @@ struct GenerateOptions {
   std::optional<uint32_t> seed;
   std::optional<std::string> model;  // a loaded model's name (Models); default: the first
   std::optional<bool> guard;         // run the guard cascade (default: when llmd has a guard)
+  // Speculative decoding: at most this many tokens drafted per step (llmd's draft_max caps it);
+  // 0: none for this request; default: llmd's draft_max.
+  std::optional<uint32_t> draft_max;
 };
 
 struct Generation {
@@ -59,6 +62,8 @@ struct Generation {
   float decode_ms = 0;
   float guard_ms = 0;         // the guard cascade's time, 0 without it
   std::string finish_reason;  // "stop", "length" or "cancelled"
+  uint32_t draft_tokens = 0;           // speculative decoding: tokens drafted and verified
+  uint32_t accepted_draft_tokens = 0;  // ... and those of them the model accepted
 };
 
 // Counters since the daemon started.
@@ -84,6 +89,9 @@ struct ServerStats {
     uint32_t working_memory_releases = 0;  // idle releases since start
   };
   std::optional<Memory> memory;
+  // The default model's speculative decoding, all requests: tokens drafted, and accepted.
+  uint32_t draft_tokens = 0;
+  uint32_t accepted_draft_tokens = 0;
 };
 
 struct Health {

@@ -142,6 +142,7 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
   req.prompt = std::string(prompt);
   req.max_tokens = o.max_tokens;
   req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed, o.model, o.guard};
+  req.params.draft_max = o.draft_max;
   if (auto e = c.Send(req, timeout)) return *e;
   Generation g;
   while (true) {
@@ -163,6 +164,8 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
         g.ttft_ms = resp->stats.ttft_ms;
         g.decode_ms = resp->stats.decode_ms;
         g.guard_ms = resp->stats.guard_ms;
+        g.draft_tokens = resp->stats.draft_tokens;
+        g.accepted_draft_tokens = resp->stats.accepted_draft_tokens;
         g.finish_reason = FinishName(resp->stats.finish_reason);
         return g;
       case proto::Response::Type::kError:
@@ -257,6 +260,8 @@ ClientResult<ServerStats> LlmClient::Stats() const {
     out.memory = ServerStats::Memory{m.weights_resident_mib, m.kv_reserved_mib, m.kv_resident_mib, m.compute_mib,
                                      m.checkpoints_mib, m.process_resident_mib, m.working_memory_releases};
   }
+  out.draft_tokens = s.draft_tokens;
+  out.accepted_draft_tokens = s.accepted_draft_tokens;
   return out;
 }
 

@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -353,6 +355,42 @@ const std::vector<Key>& Keys() {
          c.engine.kv_cache_type = v;
          return Status::Ok();
        }},
+      // Speculative decoding (the default model's; the other models never draft).
+      {"speculative", {"--speculative"}, {"LLMD_SPECULATIVE"},
+       "Speculative decoding of the default model: off, ngram (guesses from the text so far), draft "
+       "(a smaller model, draft_model) or mtp (the model's own multi-token-prediction layer)",
+       [](DaemonConfig& c, const std::string& v) -> Status {
+         LLMD_ASSIGN_OR_RETURN(c.engine.speculative.mode, engine::ParseSpeculativeMode(v));
+         return Status::Ok();
+       }},
+      {"draft_model", {"--draft-model"}, {"LLMD_DRAFT_MODEL"},
+       "speculative = draft: the draft model, a GGUF path or the name of one of models (same vocabulary)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.engine.speculative.draft_model_path = v;  // a name becomes its path at startup (DraftModelPath)
+         return Status::Ok();
+       }},
+      {"draft_max", {"--draft-max"}, {"LLMD_DRAFT_MAX"}, "Most tokens drafted per sequence and step",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.speculative.draft_max, 1, 32); }},
+      {"draft_min", {"--draft-min"}, {"LLMD_DRAFT_MIN"},
+       "A draft shorter than this is not verified (at most draft_max)",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.speculative.draft_min, 0, 32); }},
+      {"draft_p_min", {"--draft-p-min"}, {"LLMD_DRAFT_P_MIN"},
+       "draft, mtp: drafting stops at a token the drafter finds less likely than this",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseFloat(v, &c.engine.speculative.draft_p_min, 0, 1, "[0, 1]");
+       }},
+      {"ngram_kind", {"--ngram-kind"}, {"LLMD_NGRAM_KIND"}, "ngram: simple, map-k, map-k4v or mod (llama.cpp's kinds)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "simple" && v != "map-k" && v != "map-k4v" && v != "mod") {
+           return Bad("must be simple, map-k, map-k4v or mod");
+         }
+         c.engine.speculative.ngram_kind = v;
+         return Status::Ok();
+       }},
+      {"ngram_size_n", {"--ngram-size-n"}, {"LLMD_NGRAM_SIZE_N"}, "ngram: tokens of the key looked up",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.speculative.ngram_size_n, 1, 1024); }},
+      {"ngram_size_m", {"--ngram-size-m"}, {"LLMD_NGRAM_SIZE_M"}, "ngram: most tokens proposed after a match",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.speculative.ngram_size_m, 1, 1024); }},
       {"log_level", {"--log-level"}, {"PORTAL_LLM_LOG_LEVEL", "LLMD_LOG_LEVEL"}, "debug, info, warn or error",
        [](DaemonConfig& c, const std::string& v) {
          if (v != "debug" && v != "info" && v != "warn" && v != "error") {
@@ -420,6 +458,39 @@ Status ApplyToml(DaemonConfig& c, const std::string& path) {
   return Status::Ok();
 }
 
+// SpeculativeConfig's own ranges, and what it would otherwise take and not use.
+Status ValidateSpeculative(const engine::SpeculativeConfig& s) {
+  if (!s.draft_model_path.empty() && s.mode != engine::SpeculativeMode::kDraft) {
+    return InvalidArgumentError("draft_model is set, but speculative is " +
+                                std::string(engine::SpeculativeModeName(s.mode)) +
+                                ": set speculative = draft to use it, or remove draft_model");
+  }
+  if (s.synthetic_acceptance_length != 0 && s.mode == engine::SpeculativeMode::kOff) {
+    return InvalidArgumentError("--spec-synth-len needs speculative decoding on (speculative = ngram, draft or mtp)");
+  }
+  return s.Validate();
+}
+
+// The benchmark-only flags: --spec-synth-len L and --benchmark, which must confirm it.
+struct BenchmarkFlags {
+  std::optional<std::string> synth_len;
+  bool confirmed = false;
+};
+
+Status ApplyBenchmarkFlags(DaemonConfig& c, const BenchmarkFlags& flags) {
+  if (!flags.synth_len) return Status::Ok();
+  if (!flags.confirmed) {
+    return InvalidArgumentError("--spec-synth-len is for benchmarks only: the text it produces is not the model's; "
+                                "add --benchmark to confirm");
+  }
+  float length = 0;
+  if (Status s = ParseFloat(*flags.synth_len, &length, 1, 33, "[1, draft_max + 1]"); !s.ok()) {
+    return InvalidArgumentError("--spec-synth-len " + *flags.synth_len + ": " + s.message());
+  }
+  c.engine.speculative.synthetic_acceptance_length = length;
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string HelpText() {
@@ -432,7 +503,12 @@ std::string HelpText() {
         "  --config PATH            TOML file with any of the keys below\n"
         "  --list-devices           print the ggml devices this build can use, then exit\n"
         "  -h, --help               this text\n"
-        "  --version                the version\n\n";
+        "  --version                the version\n\n"
+        "Benchmarks only (command line only, no key or environment variable):\n"
+        "  --spec-synth-len L       accept drafts at random so that the mean accepted length is L\n"
+        "                           (1 .. draft_max + 1), whatever the model computes: the text is\n"
+        "                           NOT the model's; needs speculative on and --benchmark\n"
+        "  --benchmark              confirms --spec-synth-len; nothing else\n\n";
   for (const auto& k : Keys()) {
     std::string flags;
     for (const auto& f : k.flags) flags += (flags.empty() ? "" : ", ") + f;
@@ -458,7 +534,23 @@ Status Validate(const DaemonConfig& c) {
     return InvalidArgumentError("http_listen needs api_key_file: TCP clients have no peer credentials, so "
                                 "they must send an API key");
   }
-  return Status::Ok();
+  return ValidateSpeculative(c.engine.speculative);
+}
+
+Result<std::string> DraftModelPath(const DaemonConfig& c) {
+  const std::string& draft = c.engine.speculative.draft_model_path;
+  if (c.engine.speculative.mode != engine::SpeculativeMode::kDraft) return std::string();
+  // A model's name wins over a file of that name in the working directory: names are chosen,
+  // a relative path can match by accident.
+  if (draft == DefaultModelName(c)) return c.engine.model_path;
+  for (const auto& [name, path] : c.extra_models) {
+    if (name == draft) return path;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(draft, ec)) return draft;
+  std::string names = DefaultModelName(c);
+  for (const auto& m : c.extra_models) names += ", " + m.first;
+  return InvalidArgumentError("draft_model '" + draft + "' is neither a file nor one of the models (" + names + ")");
 }
 
 std::string DefaultModelName(const DaemonConfig& c) {
@@ -490,6 +582,7 @@ Result<ParsedConfig> ParseConfig(const ConfigSources& sources) {
     parsed.config_file = config_file;
   }
 
+  BenchmarkFlags benchmark;
   for (size_t i = 0; i < sources.args.size(); ++i) {
     std::string arg = sources.args[i];
     if (arg == "-h" || arg == "--help") {
@@ -517,6 +610,16 @@ Result<ParsedConfig> ParseConfig(const ConfigSources& sources) {
       if (!has_value) ++i;
       continue;
     }
+    if (arg == "--benchmark") {
+      if (has_value) return InvalidArgumentError("--benchmark takes no value");
+      benchmark.confirmed = true;
+      continue;
+    }
+    if (arg == "--spec-synth-len") {
+      if (!has_value && i + 1 >= sources.args.size()) return InvalidArgumentError("option '" + arg + "' needs a value");
+      benchmark.synth_len = has_value ? value : sources.args[++i];
+      continue;
+    }
     const Key* key = FindFlag(arg);
     if (key == nullptr) return InvalidArgumentError("unknown option '" + arg + "' (see llmd --help)");
     if (!has_value) {
@@ -540,6 +643,7 @@ Result<ParsedConfig> ParseConfig(const ConfigSources& sources) {
       }
     }
   }
+  LLMD_RETURN_IF_ERROR(ApplyBenchmarkFlags(parsed.config, benchmark));
   if (!parsed.list_devices) LLMD_RETURN_IF_ERROR(Validate(parsed.config));
   return parsed;
 }

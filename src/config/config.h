@@ -113,6 +113,11 @@ std::string DefaultModelName(const DaemonConfig& config);
 // Checks the ranges (the seed's table plus llmd's own keys).
 Status Validate(const DaemonConfig& config);
 
+// speculative = draft: the draft model's file. draft_model names one of the models (its path,
+// then) or is a path to an existing file; InvalidArgument otherwise. Empty without drafting.
+// Checked at startup rather than in Validate: it looks at the file system.
+Result<std::string> DraftModelPath(const DaemonConfig& config);
+
 // The --help text.
 std::string HelpText();
 

@@ -145,5 +145,158 @@ TEST(Config, BooleanFlagsAndHelp) {
   EXPECT_NE(help->output.find("PORTAL_LLM_MODEL_PATH"), std::string::npos);
 }
 
+TEST(Config, SpeculativeKeys) {
+  auto defaults = Parse({"-m", "m"});
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().ToString();
+  const engine::SpeculativeConfig& off = defaults->config.engine.speculative;
+  EXPECT_EQ(off.mode, engine::SpeculativeMode::kOff);
+  EXPECT_EQ(off.draft_max, 4);
+  EXPECT_EQ(off.draft_min, 0);
+  EXPECT_FLOAT_EQ(off.draft_p_min, 0);
+  EXPECT_EQ(off.ngram_kind, "simple");
+  EXPECT_EQ(off.ngram_size_n, 12);
+  EXPECT_EQ(off.ngram_size_m, 48);
+  EXPECT_EQ(off.synthetic_acceptance_length, 0);
+
+  std::string toml = WriteToml("model_path = \"m.gguf\"\nspeculative = \"ngram\"\nngram_kind = \"map-k\"\n"
+                               "ngram_size_n = 8\nngram_size_m = 16\ndraft_max = 8\n");
+  auto r = Parse({"--config", toml, "--draft-min", "2", "--draft-p-min=0.5"}, {{"LLMD_DRAFT_MAX", "6"}});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const engine::SpeculativeConfig& s = r->config.engine.speculative;
+  EXPECT_EQ(s.mode, engine::SpeculativeMode::kNgram);
+  EXPECT_EQ(s.ngram_kind, "map-k");
+  EXPECT_EQ(s.ngram_size_n, 8);
+  EXPECT_EQ(s.ngram_size_m, 16);
+  EXPECT_EQ(s.draft_max, 6) << "the environment wins";
+  EXPECT_EQ(s.draft_min, 2);
+  EXPECT_FLOAT_EQ(s.draft_p_min, 0.5f);
+  ::unlink(toml.c_str());
+
+  auto draft = Parse({"-m", "m", "--speculative", "draft", "--draft-model", "small.gguf"});
+  ASSERT_TRUE(draft.has_value()) << draft.error().ToString();
+  EXPECT_EQ(draft->config.engine.speculative.mode, engine::SpeculativeMode::kDraft);
+  EXPECT_EQ(draft->config.engine.speculative.draft_model_path, "small.gguf");
+  auto mtp = Parse({"-m", "m"}, {{"LLMD_SPECULATIVE", "mtp"}});
+  ASSERT_TRUE(mtp.has_value()) << mtp.error().ToString();
+  EXPECT_EQ(mtp->config.engine.speculative.mode, engine::SpeculativeMode::kMtp);
+}
+
+TEST(Config, SpeculativeBadValuesNameTheKey) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{"--speculative", "fast"}, "speculative = fast (from the command line, --speculative): speculative 'fast' is not one of off, ngram, draft, mtp"},
+      {{"--draft-max", "0"}, "draft_max = 0 (from the command line, --draft-max): must be in [1, 32]"},
+      {{"--draft-max", "33"}, "draft_max = 33"},
+      {{"--draft-min", "-1"}, "draft_min = -1 (from the command line, --draft-min): must be in [0, 32]"},
+      {{"--draft-min", "33"}, "must be in [0, 32]"},
+      {{"--draft-p-min", "1.5"}, "draft_p_min = 1.5 (from the command line, --draft-p-min): must be in [0, 1]"},
+      {{"--draft-p-min", "nan"}, "draft_p_min = nan"},
+      {{"--ngram-kind", "trie"}, "ngram_kind = trie (from the command line, --ngram-kind): must be simple, map-k, map-k4v or mod"},
+      {{"--ngram-size-n", "0"}, "ngram_size_n = 0"},
+      {{"--ngram-size-m", "1025"}, "ngram_size_m = 1025"},
+      // SpeculativeConfig::Validate's own checks, once every layer is in.
+      {{"--speculative", "ngram", "--draft-max", "2", "--draft-min", "3"}, "draft_min must be in [0, draft_max]"},
+      {{"--speculative", "draft"}, "speculative = draft needs draft_model"},
+      // What would be taken and not used.
+      {{"--draft-model", "small.gguf"}, "draft_model is set, but speculative is off"},
+      {{"--speculative", "mtp", "--draft-model", "small.gguf"}, "draft_model is set, but speculative is mtp"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"-m", "m"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = Parse(args);
+    ASSERT_FALSE(r.has_value()) << c.expect;
+    EXPECT_NE(r.error().message().find(c.expect), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(Config, SyntheticAcceptanceNeedsBenchmark) {
+  const std::string refusal =
+      "--spec-synth-len is for benchmarks only: the text it produces is not the model's; add --benchmark to confirm";
+  auto refused = Parse({"-m", "m", "--speculative", "ngram", "--spec-synth-len", "2.5"});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message(), refusal);
+
+  auto ok = Parse({"-m", "m", "--speculative", "ngram", "--spec-synth-len=2.5", "--benchmark"});
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_DOUBLE_EQ(ok->config.engine.speculative.synthetic_acceptance_length, 2.5);
+  auto before = Parse({"-m", "m", "--benchmark", "--speculative", "mtp", "--spec-synth-len", "3"});
+  ASSERT_TRUE(before.has_value()) << before.error().ToString();
+  EXPECT_DOUBLE_EQ(before->config.engine.speculative.synthetic_acceptance_length, 3);
+
+  // --benchmark alone changes nothing.
+  auto alone = Parse({"-m", "m", "--benchmark"});
+  ASSERT_TRUE(alone.has_value()) << alone.error().ToString();
+  EXPECT_EQ(alone->config.engine.speculative.synthetic_acceptance_length, 0);
+  EXPECT_EQ(alone->config.engine.speculative.mode, engine::SpeculativeMode::kOff);
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  const Case cases[] = {
+      {{"--spec-synth-len", "2", "--benchmark"}, "--spec-synth-len needs speculative decoding on"},
+      {{"--speculative", "ngram", "--spec-synth-len", "x", "--benchmark"}, "--spec-synth-len x: not a number"},
+      {{"--speculative", "ngram", "--spec-synth-len", "0.5", "--benchmark"}, "--spec-synth-len 0.5: must be in [1, draft_max + 1]"},
+      // draft_max 4: at most 5 tokens per step can be accepted (the drafts and the target's own).
+      {{"--speculative", "ngram", "--spec-synth-len", "6", "--benchmark"}, "the synthetic acceptance length must be in [1, draft_max + 1]"},
+      {{"--speculative", "ngram", "--spec-synth-len"}, "option '--spec-synth-len' needs a value"},
+      {{"--benchmark=yes"}, "--benchmark takes no value"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"-m", "m"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = Parse(args);
+    ASSERT_FALSE(r.has_value()) << c.expect;
+    EXPECT_NE(r.error().message().find(c.expect), std::string::npos) << r.error().message();
+  }
+  // Neither a config-file key nor an environment variable.
+  std::string toml = WriteToml("model_path = \"m\"\nspec_synth_len = 2\n");
+  auto from_file = Parse({"--config", toml});
+  ASSERT_FALSE(from_file.has_value());
+  EXPECT_NE(from_file.error().message().find("unknown key 'spec_synth_len'"), std::string::npos);
+  ::unlink(toml.c_str());
+}
+
+TEST(Config, DraftModelIsAPathOrAModelName) {
+  const std::string file = "/tmp/llmd_config_test_draft_" + std::to_string(::getpid()) + ".gguf";
+  std::ofstream(file) << "x";
+  auto path = [](const DaemonConfig& c) {
+    auto r = DraftModelPath(c);
+    return r.has_value() ? *r : "error: " + r.error().message();
+  };
+  auto parse = [](std::vector<std::string> args) {
+    auto r = Parse(std::move(args));
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return r.has_value() ? r->config : DaemonConfig();
+  };
+  const DaemonConfig by_name = parse({"-m", "big.gguf", "--models", "small=/models/small.gguf",
+                                      "--speculative", "draft", "--draft-model", "small"});
+  EXPECT_EQ(path(by_name), "/models/small.gguf");
+  const DaemonConfig by_path = parse({"-m", "big.gguf", "--speculative", "draft", "--draft-model", file});
+  EXPECT_EQ(path(by_path), file);
+  const DaemonConfig missing = parse({"-m", "big.gguf", "--models", "small=/models/small.gguf",
+                                      "--speculative", "draft", "--draft-model", "/nonexistent/draft.gguf"});
+  auto r = DraftModelPath(missing);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message(),
+            "draft_model '/nonexistent/draft.gguf' is neither a file nor one of the models (big, small)");
+  EXPECT_EQ(path(parse({"-m", "big.gguf", "--speculative", "ngram"})), "");
+  ::unlink(file.c_str());
+}
+
+TEST(Config, HelpListsTheSpeculativeKeysAndTheBenchmarkFlags) {
+  auto help = Parse({"--help"});
+  ASSERT_TRUE(help.has_value());
+  for (const char* text : {"--speculative VALUE", "key speculative, env LLMD_SPECULATIVE", "--draft-model VALUE",
+                           "--draft-max VALUE", "--draft-min VALUE", "--draft-p-min VALUE", "--ngram-kind VALUE",
+                           "--ngram-size-n VALUE", "--ngram-size-m VALUE", "--spec-synth-len L", "--benchmark"}) {
+    EXPECT_NE(help->output.find(text), std::string::npos) << text;
+  }
+}
+
 }  // namespace
 }  // namespace llmd::config

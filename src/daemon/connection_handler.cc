@@ -100,6 +100,8 @@ Response StatsResponse(const ServerContext& ctx) {
       .checkpoints_mib = mib(w.checkpoint_bytes),
       .process_resident_mib = mib(ReadProcessMemory().resident),
       .working_memory_releases = static_cast<uint32_t>(std::min<uint64_t>(w.working_memory_releases, UINT32_MAX))};
+  r.server_stats.draft_tokens = static_cast<uint32_t>(std::min<uint64_t>(w.draft_tokens, UINT32_MAX));
+  r.server_stats.accepted_draft_tokens = static_cast<uint32_t>(std::min<uint64_t>(w.accepted_draft_tokens, UINT32_MAX));
   return r;
 }
 
@@ -290,6 +292,11 @@ class Handler {
     if (p.constraint) {
       LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));
     }
+    // A request may draft less than the server's draft_max, never more (as max_tokens is capped).
+    if (p.draft_max) {
+      job.options.draft_max = static_cast<int32_t>(
+          std::min<uint32_t>(*p.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
+    }
     LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
     job.stream = req.type != Request::Type::kGenerate;
     if (req.type == Request::Type::kChat) {
@@ -343,7 +350,9 @@ class Handler {
         {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
          {"cached_tokens", std::to_string(st.cached_tokens)}, {"tokens", std::to_string(st.generated_tokens)},
          {"ttft_ms", std::to_string(st.ttft_ms)}, {"prefill_step", std::to_string(st.prefill_step)},
-         {"first_token_step", std::to_string(st.first_token_step)}, {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
+         {"first_token_step", std::to_string(st.first_token_step)},
+         {"draft_tokens", std::to_string(st.draft_tokens)}, {"accepted_draft_tokens", std::to_string(st.accepted_draft_tokens)},
+         {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
     if (config_->log_text) Log(LogLevel::kDebug, "output", {{"text", c.text}});
     Response r;
     if (stream) {
@@ -353,7 +362,8 @@ class Handler {
                  static_cast<float>(st.prefill_ms), static_cast<float>(st.ttft_ms),
                  static_cast<float>(st.decode_ms),
                  static_cast<proto::FinishReason>(static_cast<uint32_t>(st.finish_reason)),
-                 static_cast<float>(guard_ms)};
+                 static_cast<float>(guard_ms), static_cast<uint32_t>(st.draft_tokens),
+                 static_cast<uint32_t>(st.accepted_draft_tokens)};
     } else {
       r.type = Response::Type::kGenerated;
       r.text = c.text;

@@ -81,6 +81,38 @@ Result<std::vector<std::pair<std::string, std::string>>> ModelList(const config:
   return list;
 }
 
+// The settings one model loads with: the shared engine settings and its own file. Only the
+// default model (the first) decodes speculatively, its draft_model resolved to a file; a draft
+// model fits one vocabulary, and the other models serve other purposes (guard, embeddings).
+// An embedding model takes one input at a time.
+Result<config::DaemonConfig> ModelConfig(const config::DaemonConfig& c, const std::string& name,
+                                         const std::string& path) {
+  config::DaemonConfig one = c;
+  one.engine.model_path = path;
+  if (name == config::DefaultModelName(c)) {
+    LLMD_ASSIGN_OR_RETURN(one.engine.speculative.draft_model_path, config::DraftModelPath(c));
+  } else {
+    one.engine.speculative = engine::SpeculativeConfig();
+  }
+  if (std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end()) {
+    one.engine.embeddings = true;
+    one.engine.sequences = 1;
+  }
+  return one;
+}
+
+// Benchmarks only: says loudly, at startup and on every reload, that the text is not the model's.
+void WarnOfSyntheticAcceptance(const config::DaemonConfig& c) {
+  const double length = c.engine.speculative.synthetic_acceptance_length;
+  if (length == 0) return;
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", length);
+  Log(LogLevel::kWarn, "synthetic_acceptance",
+      {{"warning", "BENCHMARK MODE (--spec-synth-len): drafts are accepted at random, so the text is NOT "
+                   "the model's; never serve users like this"},
+       {"mean_accepted_length", text}, {"model", config::DefaultModelName(c)}});
+}
+
 // MemAvailable from /proc/meminfo, in MiB (0 if unreadable).
 uint64_t AvailableMiB() {
   std::ifstream in("/proc/meminfo");
@@ -116,6 +148,7 @@ Status Daemon::Start() {
   const config::DaemonConfig& c = parsed_.config;
   auto started = RealClock::Get().NowMs();
   LLMD_ASSIGN_OR_RETURN(auto models, ModelList(c));
+  WarnOfSyntheticAcceptance(c);
   rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
   ctx_ = std::make_unique<ServerContext>(std::make_shared<const config::DaemonConfig>(c), *rate_limiter_);
   memory_guard_ = std::make_unique<sched::MemoryGuard>(c.memory_floor_mb << 20);
@@ -126,7 +159,13 @@ Status Daemon::Start() {
   // is refused as what it is, before any size arithmetic.
   const uint64_t budget_mib = c.memory_budget_mb > 0 ? c.memory_budget_mb : AvailableMiB();
   uint64_t files_mib = 0;
-  for (const auto& [name, path] : models) {
+  std::vector<std::string> files;
+  for (const auto& [name, path] : models) files.push_back(path);
+  // The draft model's weights are loaded beside the default model's, even when it is also
+  // served under its own name.
+  LLMD_ASSIGN_OR_RETURN(std::string draft, config::DraftModelPath(c));
+  if (!draft.empty()) files.push_back(draft);
+  for (const auto& path : files) {
     LLMD_ASSIGN_OR_RETURN(format::ModelFileInfo file, format::InspectModelFile(path));
     files_mib += file.file_bytes >> 20;
   }
@@ -194,12 +233,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     }
   }
   for (const auto& [name, path] : models) {
-    config::DaemonConfig one = c;
-    one.engine.model_path = path;
-    if (std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end()) {
-      one.engine.embeddings = true;
-      one.engine.sequences = 1;  // inputs are embedded one at a time
-    }
+    LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, path));
     LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
     const engine::ModelInfo info = engine->model_info();
     const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;
@@ -213,7 +247,9 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
          {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
          {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
          {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
-         {"template", info.has_chat_template ? "model" : "chatml"}});
+         {"template", info.has_chat_template ? "model" : "chatml"},
+         {"speculative", std::string(engine::SpeculativeModeName(info.speculative.mode))},
+         {"draft_max", std::to_string(info.speculative.draft_max)}});
     LogPlacement(name, info);
     if (budget_mib > 0 && used_mib > budget_mib) {
       return ResourceExhaustedError("model '" + name + "' brings the weights, KV caches, compute scratch and checkpoints to " +
@@ -377,14 +413,18 @@ void Daemon::Reload() {
           status = InvalidArgumentError("model '" + name + "' is new; adding or removing models needs a restart");
           break;
         }
-        config::DaemonConfig one = parsed->config;
-        one.engine.model_path = path;
-        auto engine = LoadEngine(one);
+        auto one = ModelConfig(parsed->config, name, path);
+        if (!one.has_value()) {
+          status = one.error();
+          break;
+        }
+        auto engine = LoadEngine(*one);
         if (!engine.has_value()) status = engine.error().WithContext("model '" + name + "'");
         else loaded.emplace_back(it->second.get(), std::move(*engine));
       }
     }
     if (status.ok()) {
+      WarnOfSyntheticAcceptance(parsed->config);
       for (auto& [worker, engine] : loaded) worker->SwapEngine(std::move(engine));
       ctx_->set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
     }

@@ -35,6 +35,11 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   p.logit_bias = r.logit_bias;
   p.ignore_eos = r.ignore_eos;
   p.top_logprobs = r.top_logprobs;
+  // A request may draft less than the server's draft_max, never more (as max_tokens is capped).
+  if (r.draft_max) {
+    job.options.draft_max =
+        static_cast<int32_t>(std::min<uint32_t>(*r.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
+  }
   job.stop = r.stop;
   job.stream = r.stream;
   return job;

@@ -94,6 +94,12 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
             [](auto& w) { return std::to_string(w.metrics().cached_tokens.load()); });
   per_model("llmd_generated_tokens_total", "counter", "Generated tokens.",
             [](auto& w) { return std::to_string(w.metrics().generated_tokens.load()); });
+  per_model("llmd_draft_tokens_total", "counter", "Speculative decoding: tokens drafted and verified.",
+            [](auto& w) { return std::to_string(w.metrics().draft_tokens.load()); });
+  per_model("llmd_accepted_draft_tokens_total", "counter",
+            "Speculative decoding: drafted tokens the model accepted (each a generated token without a step of "
+            "its own).",
+            [](auto& w) { return std::to_string(w.metrics().accepted_draft_tokens.load()); });
   per_model("llmd_queue_depth", "gauge", "Requests waiting for a sequence slot.",
             [](auto& w) { return std::to_string(w.stats().queued); });
   per_model("llmd_active_sequences", "gauge", "Requests generating now.",

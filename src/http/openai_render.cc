@@ -65,6 +65,20 @@ json ChatLogprobs(const std::vector<engine::TokenLogprob>& tokens) {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
+json OpenAiUsage(const engine::GenerationStats& st) {
+  json usage = {{"prompt_tokens", st.prompt_tokens},
+                {"completion_tokens", st.generated_tokens},
+                {"total_tokens", st.prompt_tokens + st.generated_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", st.cached_tokens}}}};
+  // llmd's extension, only where speculative decoding drafted (as reasoning_content is only
+  // there when the model thought), so a reply without it reads as OpenAI's exactly.
+  if (st.draft_tokens > 0) {
+    usage["draft_tokens"] = st.draft_tokens;
+    usage["accepted_draft_tokens"] = st.accepted_draft_tokens;
+  }
+  return usage;
+}
+
 json CompletionLogprobs(const std::vector<engine::TokenLogprob>& tokens, size_t offset) {
   json text = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
   for (const auto& t : tokens) {

@@ -1,6 +1,6 @@
 // The JSON pieces of OpenAI chat and completion responses that depend on what was generated:
-// the assistant message (content, reasoning, tool calls), stream deltas, and log-probabilities
-// in the chat and the legacy completions shapes.
+// the assistant message (content, reasoning, tool calls), stream deltas, log-probabilities in
+// the chat and the legacy completions shapes, and the usage.
 #ifndef LLMD_HTTP_OPENAI_RENDER_H_
 #define LLMD_HTTP_OPENAI_RENDER_H_
 
@@ -20,6 +20,10 @@ nlohmann::json AssistantMessage(const engine::ParsedReply& reply);
 nlohmann::json ChatDelta(const ReplyDelta& delta);
 // {"content":[{token, logprob, bytes, top_logprobs:[...]}]}
 nlohmann::json ChatLogprobs(const std::vector<engine::TokenLogprob>& tokens);
+// `usage` of chat and completions: prompt_tokens, completion_tokens, total_tokens,
+// prompt_tokens_details.cached_tokens and, only when speculative decoding drafted, llmd's
+// draft_tokens and accepted_draft_tokens.
+nlohmann::json OpenAiUsage(const engine::GenerationStats& stats);
 // The legacy completions shape: {tokens, token_logprobs, top_logprobs, text_offset}, offsets
 // counted from `offset` (bytes of text before these tokens).
 nlohmann::json CompletionLogprobs(const std::vector<engine::TokenLogprob>& tokens, size_t offset);

@@ -142,5 +142,20 @@ TEST(OpenAiRender, CompletionLogprobsCountOffsetsFromTheGivenOne) {
   EXPECT_EQ(CompletionLogprobs({}, 7), json::parse(R"({"tokens":[],"token_logprobs":[],"top_logprobs":[],"text_offset":[]})"));
 }
 
+// The draft counters are llmd's extension of usage: only there when something was drafted.
+TEST(OpenAiRender, UsageHasDraftCountersOnlyWhenDrafted) {
+  engine::GenerationStats st;
+  st.prompt_tokens = 12;
+  st.cached_tokens = 4;
+  st.generated_tokens = 30;
+  EXPECT_EQ(OpenAiUsage(st), json::parse(R"({"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,
+                                              "prompt_tokens_details":{"cached_tokens":4}})"));
+  st.draft_tokens = 40;
+  st.accepted_draft_tokens = 22;
+  EXPECT_EQ(OpenAiUsage(st), json::parse(R"({"prompt_tokens":12,"completion_tokens":30,"total_tokens":42,
+                                              "prompt_tokens_details":{"cached_tokens":4},
+                                              "draft_tokens":40,"accepted_draft_tokens":22})"));
+}
+
 }  // namespace
 }  // namespace llmd::http

@@ -65,8 +65,25 @@ Status RefuseActiveExtensions(const json& body) {
   return Status::Ok();
 }
 
+// llama-server's per-request speculative decoding fields, keys with a dot in them as it spells
+// them. n_max caps the server's draft_max; n_min and p_min have no per-request counterpart in
+// llmd, so they are refused rather than dropped.
+Status ReadSpeculative(const json& body, GenerationRequest* r) {
+  std::optional<int64_t> n_max;
+  LLMD_RETURN_IF_ERROR(ReadInteger(body, "speculative.n_max", 0, UINT32_MAX, &n_max));
+  if (n_max) r->draft_max = static_cast<uint32_t>(*n_max);
+  for (const auto& [key, server_key] : {std::pair{"speculative.n_min", "draft_min"}, std::pair{"speculative.p_min", "draft_p_min"}}) {
+    if (Field(body, key) != nullptr) {
+      return InvalidArgumentError("'" + std::string(key) + "' is not supported per request by llmd: the server's " +
+                                  server_key + " applies to every request (docs/config.md)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(RefuseActiveExtensions(body));
+  LLMD_RETURN_IF_ERROR(ReadSpeculative(body, r));
   if (const json* m = Field(body, "model")) {
     if (!m->is_string()) return TypeError("model", "a string");
     r->model = m->get<std::string>();

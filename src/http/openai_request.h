@@ -48,6 +48,9 @@ struct GenerationRequest {
   uint32_t n = 1;                  // choices
   int32_t top_logprobs = -1;       // -1: no logprobs; else logprobs with this many alternatives
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias
+  // llama-server's speculative.n_max: at most this many tokens drafted per step (the server's
+  // draft_max caps it); 0: no speculative decoding for this request; none: the server's.
+  std::optional<uint32_t> draft_max;
 };
 
 Result<GenerationRequest> ParseChatRequest(std::string_view body);

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "http/generation.h"
 
 namespace llmd::http {
 namespace {
@@ -436,6 +439,61 @@ TEST(OpenAiRequest, LlamaServerSamplingExtensionsPassOnlyWhenOff) {
     ASSERT_FALSE(c.has_value()) << field;
     EXPECT_NE(c.error().message().find(want), std::string::npos) << field << ": " << c.error().message();
   }
+}
+
+// llama-server's per-request speculative.n_max (a key with a dot in it) caps the drafts; its
+// n_min and p_min have no per-request counterpart in llmd and are refused, never dropped.
+TEST(OpenAiRequest, SpeculativeNMaxOnlyOfLlamaServersFields) {
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::optional<uint32_t>>>{
+           {R"("speculative.n_max":0)", 0u},
+           {R"("speculative.n_max":6)", 6u},
+           {R"("speculative.n_max":null)", std::nullopt},
+           {R"("temperature":0)", std::nullopt}}) {
+    auto chat = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],)" + body + "}");
+    ASSERT_TRUE(chat.has_value()) << chat.error().ToString();
+    EXPECT_EQ(chat->draft_max, want) << body;
+    auto completion = ParseCompletionRequest(R"({"prompt":"x",)" + body + "}");
+    ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
+    EXPECT_EQ(completion->draft_max, want) << body;
+  }
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"("speculative.n_max":-1)", "'speculative.n_max' must be in 0..4294967295"},
+      {R"("speculative.n_max":2.5)", "'speculative.n_max' must be an integer"},
+      {R"("speculative.n_max":"4")", "'speculative.n_max' must be an integer"},
+      {R"("speculative.n_min":2)", "'speculative.n_min' is not supported per request by llmd: the server's draft_min "
+                                   "applies to every request"},
+      {R"("speculative.n_min":0)", "'speculative.n_min' is not supported per request"},
+      {R"("speculative.p_min":0.75)", "'speculative.p_min' is not supported per request by llmd: the server's "
+                                      "draft_p_min applies to every request"},
+  };
+  for (const auto& [field, want] : refused) {
+    auto r = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],)" + field + "}");
+    ASSERT_FALSE(r.has_value()) << field;
+    EXPECT_NE(r.error().message().find(want), std::string::npos) << field << ": " << r.error().message();
+    auto c = ParseCompletionRequest(R"({"prompt":"x",)" + field + "}");
+    ASSERT_FALSE(c.has_value()) << field;
+    EXPECT_NE(c.error().message().find(want), std::string::npos) << field << ": " << c.error().message();
+  }
+  // Absent (or null) they pass, as llama-server's clients leave them.
+  auto none = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"speculative.n_min":null,"speculative.p_min":null})");
+  ASSERT_TRUE(none.has_value()) << none.error().ToString();
+  EXPECT_FALSE(none->draft_max.has_value());
+}
+
+// The request's draft_max becomes the job's, capped by the server's; none: the server's (-1).
+TEST(OpenAiRequest, DraftMaxReachesTheJobCappedByTheServers) {
+  config::DaemonConfig c;
+  c.engine.speculative.draft_max = 8;
+  auto job_for = [&](const std::string& extra) {
+    auto r = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}])" + extra + "}");
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return MakeGenerationJob(*r, c).options.draft_max;
+  };
+  EXPECT_EQ(job_for(""), -1);
+  EXPECT_EQ(job_for(R"(,"speculative.n_max":0)"), 0);
+  EXPECT_EQ(job_for(R"(,"speculative.n_max":3)"), 3);
+  EXPECT_EQ(job_for(R"(,"speculative.n_max":100)"), 8);
+  EXPECT_EQ(job_for(R"(,"speculative.n_max":4294967295)"), 8);
 }
 
 TEST(OpenAiRequest, CompletionsLogprobsChoicesAndBias) {

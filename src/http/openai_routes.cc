@@ -52,13 +52,6 @@ std::string OutcomeName(int status) {
 
 const char* FinishName(engine::FinishReason r) { return r == engine::FinishReason::kLength ? "length" : "stop"; }
 
-json Usage(const engine::GenerationStats& st) {
-  return {{"prompt_tokens", st.prompt_tokens},
-          {"completion_tokens", st.generated_tokens},
-          {"total_tokens", st.prompt_tokens + st.generated_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", st.cached_tokens}}}};
-}
-
 bool HostAllowed(const std::string& host, const std::vector<std::string>& allowed) {
   return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& a) {
     return a.size() == host.size() &&
@@ -444,8 +437,13 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   engine::GenerationStats usage;
   for (size_t i = 0; i < choices.size(); ++i) {
     const auto& st = choices[i]->outcome.completion.stats;
-    if (i == 0) usage = st;  // the prompt is counted once
-    else usage.generated_tokens += st.generated_tokens;
+    if (i == 0) {
+      usage = st;  // the prompt is counted once
+      continue;
+    }
+    usage.generated_tokens += st.generated_tokens;
+    usage.draft_tokens += st.draft_tokens;
+    usage.accepted_draft_tokens += st.accepted_draft_tokens;
   }
   // The final reply of a choice, parsed, and its finish reason.
   auto final_reply = [&](ChoiceState& ch, const char** finish) {
@@ -468,7 +466,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
       }
     }
     json j = envelope(std::move(list));
-    j["usage"] = Usage(usage);
+    j["usage"] = OpenAiUsage(usage);
     return out.Send(200, kJson, Dump(j)) ? 200 : 0;
   }
   std::lock_guard<std::mutex> lock(sse_mu);
@@ -485,7 +483,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   }
   if (r.include_usage) {
     json u = envelope(json::array());
-    u["usage"] = Usage(usage);
+    u["usage"] = OpenAiUsage(usage);
     if (!send(u)) return 0;
   }
   return sse.Done() ? 200 : 0;

@@ -21,6 +21,7 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
     w.U8(static_cast<uint8_t>(c.kind));
     w.String(c.text);
   });
+  w.Option(p.draft_max, u32);
 }
 
 // Constraint { kind: u8, text: String }: the kind is one raw byte, the text at most
@@ -49,7 +50,17 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->seed, u32));
   LLMD_RETURN_IF_ERROR(r.Option(&p->model, str));
   LLMD_RETURN_IF_ERROR(r.Option(&p->guard, [&](bool* v) { return r.Bool(v); }));
-  return r.Option(&p->constraint, [&](Constraint* c) { return ReadConstraint(r, c).WithContext("constraint"); });
+  LLMD_RETURN_IF_ERROR(
+      r.Option(&p->constraint, [&](Constraint* c) { return ReadConstraint(r, c).WithContext("constraint"); }));
+  return r.Option(&p->draft_max, u32);
+}
+
+// The draft counters appended to Done's Stats and to ServerStats: a message from an older llmd
+// ends before them, and they read as 0.
+Status ReadAppendedCounters(PostcardReader& r, uint32_t* drafted, uint32_t* accepted) {
+  if (r.done()) return Status::Ok();
+  LLMD_RETURN_IF_ERROR(r.Varint32(drafted));
+  return r.Varint32(accepted);
 }
 
 Status Finished(const PostcardReader& r) {
@@ -158,6 +169,8 @@ std::string EncodeResponse(const Response& r) {
       w.F32(r.stats.decode_ms);
       w.Varint(static_cast<uint32_t>(r.stats.finish_reason));
       w.F32(r.stats.guard_ms);
+      w.Varint(r.stats.draft_tokens);
+      w.Varint(r.stats.accepted_draft_tokens);
       break;
     case Response::Type::kAck:
       break;
@@ -172,14 +185,14 @@ std::string EncodeResponse(const Response& r) {
       w.Varint(st.active);
       w.Varint(st.queued);
       w.Varint(st.sessions);
-      if (st.memory) {  // appended; without it the bytes are the earlier ServerStats exactly
-        const MemoryStats& m = *st.memory;
-        w.U8(1);
+      w.Option(st.memory, [&](const MemoryStats& m) {  // appended, as are the draft counters
         for (uint32_t v : {m.weights_resident_mib, m.kv_reserved_mib, m.kv_resident_mib, m.compute_mib,
                            m.checkpoints_mib, m.process_resident_mib, m.working_memory_releases}) {
           w.Varint(v);
         }
-      }
+      });
+      w.Varint(st.draft_tokens);
+      w.Varint(st.accepted_draft_tokens);
       break;
     }
     case Response::Type::kModels:
@@ -229,6 +242,7 @@ Result<Response> DecodeResponse(std::string_view payload) {
       if (finish > 2) return InvalidArgumentError("unknown finish reason " + std::to_string(finish));
       resp.stats.finish_reason = static_cast<FinishReason>(finish);
       LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.guard_ms));
+      LLMD_RETURN_IF_ERROR(ReadAppendedCounters(r, &resp.stats.draft_tokens, &resp.stats.accepted_draft_tokens));
       break;
     }
     case 5:
@@ -252,6 +266,7 @@ Result<Response> DecodeResponse(std::string_view payload) {
         }
         return Status::Ok();
       }));
+      LLMD_RETURN_IF_ERROR(ReadAppendedCounters(r, &st.draft_tokens, &st.accepted_draft_tokens));
       break;
     }
     case 7: {

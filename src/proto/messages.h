@@ -65,6 +65,9 @@ struct GenerateParams {
   std::optional<std::string> model;  // a loaded model's name (Models); default: the first
   std::optional<bool> guard;         // run the guard cascade; default: guard_model is set
   std::optional<Constraint> constraint;  // structured output; default: free text
+  // Speculative decoding: at most this many tokens drafted per step (the server's draft_max
+  // caps it); Some(0): none for this request; default: the server's draft_max.
+  std::optional<uint32_t> draft_max;
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 
@@ -104,6 +107,10 @@ struct Stats {
   float decode_ms = 0;
   FinishReason finish_reason = FinishReason::kStop;
   float guard_ms = 0;  // the guard's classification, 0 without the cascade
+  // Appended: speculative decoding's drafted tokens, and those of them the model accepted;
+  // 0 from an older llmd (nothing follows `guard_ms` then).
+  uint32_t draft_tokens = 0;
+  uint32_t accepted_draft_tokens = 0;
   friend bool operator==(const Stats&, const Stats&) = default;
 };
 
@@ -133,6 +140,10 @@ struct ServerStats {
   uint32_t sessions = 0;
   // Appended: absent from an older llmd (nothing follows `sessions` then).
   std::optional<MemoryStats> memory;
+  // Appended after memory: the default model's drafted and accepted tokens (speculative
+  // decoding), all requests; 0 from an older llmd (nothing follows `memory` then).
+  uint32_t draft_tokens = 0;
+  uint32_t accepted_draft_tokens = 0;
   friend bool operator==(const ServerStats&, const ServerStats&) = default;
 };
 

@@ -61,10 +61,10 @@ TEST(Messages, StreamRequestMatchesTheDocumentedBytes) {
   r.type = Request::Type::kGenerateStream;
   r.params.temperature = 0.0f;
   r.params.seed = 7;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00 00 00");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 00 00 00 00");
   r.params.model = "guard";
   r.params.guard = true;
-  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64 01 01 00");
+  ExpectRequestBytes(r, "03 02 48 69 01 ac 02 00 01 00 00 00 00 00 00 00 01 07 01 05 67 75 61 72 64 01 01 00 00");
 }
 
 Request ConstrainedStream(Constraint::Kind kind, std::string text) {
@@ -79,15 +79,15 @@ Request ConstrainedStream(Constraint::Kind kind, std::string text) {
 TEST(Messages, ConstraintMatchesTheDocumentedBytes) {
   const std::string head = "03 02 48 69 01 40 00 01 00 00 00 00 00 00 00 00 00 00";
   ExpectRequestBytes(ConstrainedStream(Constraint::Kind::kGbnfGrammar, R"(root ::= "yes" | "no")"),
-                     head + " 01 01 15 72 6f 6f 74 20 3a 3a 3d 20 22 79 65 73 22 20 7c 20 22 6e 6f 22");
+                     head + " 01 01 15 72 6f 6f 74 20 3a 3a 3d 20 22 79 65 73 22 20 7c 20 22 6e 6f 22 00");
   ExpectRequestBytes(ConstrainedStream(Constraint::Kind::kJsonSchema, R"({"type":"integer"})"),
-                     head + " 01 00 12 7b 22 74 79 70 65 22 3a 22 69 6e 74 65 67 65 72 22 7d");
+                     head + " 01 00 12 7b 22 74 79 70 65 22 3a 22 69 6e 74 65 67 65 72 22 7d 00");
   // Chat carries it in the same place, after guard.
   Request chat = Generate("Hi", std::nullopt);
   chat.type = Request::Type::kChat;
   chat.session = "s1";
   chat.params.constraint = Constraint{Constraint::Kind::kGbnfGrammar, "root ::= \"a\""};
-  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 01 01 0c 72 6f 6f 74 20 3a 3a 3d 20 22 61 22");
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 01 01 0c 72 6f 6f 74 20 3a 3a 3d 20 22 61 22 00");
 }
 
 TEST(Messages, ConstraintRoundTrips) {
@@ -106,9 +106,10 @@ TEST(Messages, ConstraintRoundTrips) {
 
 TEST(Messages, TruncatedConstraintIsRefusedAtEveryCut) {
   const std::string full = EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, R"({"type":"integer"})"));
-  const size_t field = full.size() - (1 + 1 + 1 + 18);  // Option tag, kind, length, text
+  const size_t end = full.size() - 1;                // draft_max: None follows it
+  const size_t field = end - (1 + 1 + 1 + 18);  // Option tag, kind, length, text
   ASSERT_EQ(static_cast<uint8_t>(full[field]), 1u);
-  for (size_t cut = field; cut < full.size(); ++cut) {
+  for (size_t cut = field; cut < end; ++cut) {
     auto r = DecodeRequest(std::string_view(full).substr(0, cut));
     ASSERT_FALSE(r.has_value()) << "cut at " << cut;
     EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
@@ -116,6 +117,11 @@ TEST(Messages, TruncatedConstraintIsRefusedAtEveryCut) {
       EXPECT_EQ(r.error().message().rfind("constraint: ", 0), 0u) << r.error().message();
     }
   }
+  // A GenerateParams ending after constraint (an llmd client from before draft_max) is
+  // truncated, as every earlier field's absence is.
+  auto pre_draft = DecodeRequest(std::string_view(full).substr(0, end));
+  ASSERT_FALSE(pre_draft.has_value());
+  EXPECT_NE(pre_draft.error().message().find("truncated"), std::string::npos) << pre_draft.error().message();
   // A pre-constraint GenerateParams (ending after guard) is truncated too: the field is not
   // optional in the byte stream, as model and guard are not.
   auto old = DecodeRequest(std::string("\x03\x02Hi\x00\x00\x00\x00\x00\x00\x00\x00\x00", 13));
@@ -199,14 +205,14 @@ TEST(Messages, ResponsesMatchTheDocumentedBytes) {
   done.type = Response::Type::kDone;
   done.tokens_generated = 5;
   done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kLength, 0.0f};
-  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01 00 00 00 00");
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01 00 00 00 00 00 00");
 }
 
 TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Request chat = Generate("Hi", std::nullopt);
   chat.type = Request::Type::kChat;
   chat.session = "s1";
-  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00");
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00 00");
   Request end;
   end.type = Request::Type::kEndSession;
   end.session = "s1";
@@ -235,11 +241,90 @@ TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
   Response st;
   st.type = Response::Type::kServerStats;
   st.server_stats = {3, 300, 10.0f, 20.0f, 0, 0, 0.5f, 1, 0, 2};
-  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02");
-  // llmd's appended memory: an Option of seven varints (MiB, and the release count).
+  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 00 00 00");
+  // llmd's appended memory: an Option of seven varints (MiB, and the release count); then the
+  // draft counters.
   st.server_stats.memory = proto::MemoryStats{358, 896, 12, 28, 0, 420, 1};
   ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 "
-                          "01 e6 02 80 07 0c 1c 00 a4 03 01");
+                          "01 e6 02 80 07 0c 1c 00 a4 03 01 00 00");
+}
+
+// draft_max is the last field of GenerateParams, after constraint; Some(0) turns speculative
+// decoding off for the request.
+TEST(Messages, DraftMaxMatchesTheDocumentedBytes) {
+  Request r = Generate("Hi", 64);
+  r.type = Request::Type::kGenerateStream;
+  r.params.draft_max = 0;
+  ExpectRequestBytes(r, "03 02 48 69 01 40 00 00 00 00 00 00 00 00 00 01 00");
+  r.params.draft_max = 300;
+  r.params.constraint = Constraint{Constraint::Kind::kGbnfGrammar, "root ::= \"a\""};
+  ExpectRequestBytes(r, "03 02 48 69 01 40 00 00 00 00 00 00 00 00 01 01 0c 72 6f 6f 74 20 3a 3a 3d 20 22 61 22 01 ac 02");
+  Request chat = Generate("Hi", std::nullopt);
+  chat.type = Request::Type::kChat;
+  chat.session = "s1";
+  chat.params.draft_max = 8;
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00 01 08");
+  auto cut = DecodeRequest(EncodeRequest(chat).substr(0, EncodeRequest(chat).size() - 1));
+  ASSERT_FALSE(cut.has_value());
+  EXPECT_NE(cut.error().message().find("truncated"), std::string::npos) << cut.error().message();
+  // The seed's Generate carries no params: its bytes stay the reference daemon's.
+  Request g = Generate("Hello", 64);
+  g.params.draft_max = 2;
+  EXPECT_EQ(Hex(EncodeRequest(g)), "00 05 48 65 6c 6c 6f 01 40");
+}
+
+// Done's draft counters follow guard_ms; a Done from an older llmd ends at guard_ms and reads
+// them as 0.
+TEST(Messages, DoneDraftCounters) {
+  Response done;
+  done.type = Response::Type::kDone;
+  done.tokens_generated = 5;
+  done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kStop, 0.0f, 200, 150};
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 00 00 00 00 00 c8 01 96 01");
+  const std::string older("\x04\x05\x0c\x00\x00\x00\xc0\x3f\x00\x00\x00\x40\x00\x00\x20\x41\x01\x00\x00\x00\x00", 21);
+  auto back = DecodeResponse(older);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->stats.guard_ms, 0.0f);
+  EXPECT_EQ(back->stats.finish_reason, FinishReason::kLength);
+  EXPECT_EQ(back->stats.draft_tokens, 0u);
+  EXPECT_EQ(back->stats.accepted_draft_tokens, 0u);
+  // One counter without the other is a cut message, not an older one.
+  auto half = DecodeResponse(older + "\x05");
+  ASSERT_FALSE(half.has_value());
+  auto trailing = DecodeResponse(EncodeResponse(done) + "x");
+  ASSERT_FALSE(trailing.has_value());
+  EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
+}
+
+// ServerStats from three generations of llmd: without memory, with memory and no draft
+// counters, and with both.
+TEST(Messages, ServerStatsDraftCounters) {
+  const std::string head("\x06\x03\xac\x02\x00\x00\x20\x41\x00\x00\xa0\x41\x00\x00\x00\x00\x00\x00\x00\x00"
+                         "\x00\x00\x00\x3f\x01\x00\x02", 27);
+  const std::string memory("\x01\xe6\x02\x80\x07\x0c\x1c\x00\xa4\x03\x01", 11);
+  auto pre_memory = DecodeResponse(head);
+  ASSERT_TRUE(pre_memory.has_value()) << pre_memory.error().ToString();
+  EXPECT_FALSE(pre_memory->server_stats.memory.has_value());
+  EXPECT_EQ(pre_memory->server_stats.sessions, 2u);
+  EXPECT_EQ(pre_memory->server_stats.draft_tokens, 0u);
+  auto pre_draft = DecodeResponse(head + memory);
+  ASSERT_TRUE(pre_draft.has_value()) << pre_draft.error().ToString();
+  ASSERT_TRUE(pre_draft->server_stats.memory.has_value());
+  EXPECT_EQ(pre_draft->server_stats.memory->working_memory_releases, 1u);
+  EXPECT_EQ(pre_draft->server_stats.draft_tokens, 0u);
+  EXPECT_EQ(pre_draft->server_stats.accepted_draft_tokens, 0u);
+
+  Response st;
+  st.type = Response::Type::kServerStats;
+  st.server_stats = {3, 300, 10.0f, 20.0f, 0, 0, 0.5f, 1, 0, 2};
+  st.server_stats.memory = proto::MemoryStats{358, 896, 12, 28, 0, 420, 1};
+  st.server_stats.draft_tokens = 1000;
+  st.server_stats.accepted_draft_tokens = 640;
+  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 "
+                          "01 e6 02 80 07 0c 1c 00 a4 03 01 e8 07 80 05");
+  st.server_stats.memory.reset();  // the counters still follow, after memory: None
+  ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 "
+                          "00 e8 07 80 05");
 }
 
 TEST(Messages, ErrorCodesKeepTheSeedOrder) {

@@ -361,7 +361,7 @@ TEST_F(DaemonProtocolTest, OversizedConstraintsAndUnknownKindsAreRefusedOnTheWir
   EXPECT_EQ(big->code, ErrorCode::kInvalidPrompt);
   EXPECT_EQ(big->text, "bad request: constraint: string length 40000 is over the 32768-byte limit");
   std::string payload = proto::EncodeRequest(Constrained("Hi", Constraint::Kind::kGbnfGrammar, R"(root ::= "a")"));
-  const size_t kind_at = payload.size() - 14;  // kind, length 12, the grammar
+  const size_t kind_at = payload.size() - 15;  // kind, length 12, the grammar, draft_max: None
   ASSERT_EQ(payload[kind_at], '\x01');
   payload[kind_at] = '\x05';
   ASSERT_TRUE(c.Write(proto::EncodeFrame(payload)));

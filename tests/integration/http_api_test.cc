@@ -142,7 +142,9 @@ TEST_F(HttpApi, CompletionsModelsHealthAndMetrics) {
   for (const char* family : {"llmd_requests_total{api=\"http\",outcome=\"ok\"}",
                              "llmd_requests_total{api=\"native\",outcome=\"ok\"}", "llmd_time_to_first_token_seconds_bucket",
                              "llmd_inter_token_latency_seconds_count", "llmd_prompt_tokens_total{model=\"tiny-q8_0\"}",
-                             "llmd_cached_prompt_tokens_total", "llmd_generated_tokens_total", "llmd_queue_depth",
+                             "llmd_cached_prompt_tokens_total", "llmd_generated_tokens_total",
+                             "llmd_draft_tokens_total{model=\"tiny-q8_0\"} 0",
+                             "llmd_accepted_draft_tokens_total{model=\"tiny-q8_0\"} 0", "llmd_queue_depth",
                              "llmd_active_sequences", "llmd_kv_cache_usage_ratio",
                              "llmd_model_device_layers{model=\"tiny-q8_0\",device=\"CPU\"} 3",
                              "llmd_model_device_memory_bytes{model=\"tiny-q8_0\",device=\"CPU\",kind=\"weights\"} 2"}) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmd/client.h"
+#include "tools/llmctl/stats_text.h"
 #include "tools/llmctl/terminal_text.h"
 
 namespace {
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   auto* gen = app.add_subcommand("generate", "Generate a reply, streamed to the terminal");
   std::string prompt;
   llmd::GenerateOptions options;
-  uint32_t max_tokens = 0, top_k = 0, seed = 0;
+  uint32_t max_tokens = 0, top_k = 0, seed = 0, draft_max = 0;
   float temperature = -1, top_p = -1;
   std::string system;
   gen->add_option("prompt", prompt, "The message")->required();
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   gen->add_option("--top-p", top_p, "Nucleus sampling (0..1)");
   gen->add_option("--top-k", top_k, "Top-k sampling (> 0)");
   gen->add_option("--seed", seed, "Sampling seed");
+  gen->add_option("--draft-max", draft_max, "Most tokens drafted per step (0: no speculative decoding; default: llmd's)");
   auto* chat = app.add_subcommand(
       "chat", "Chat interactively: /save keeps the session on the daemon's disk, /reset starts over, /quit or EOF ends");
   std::string session, chat_system;
@@ -89,7 +91,8 @@ int main(int argc, char** argv) {
   chat->add_option("--session", session, "Session id (default: a new one)");
   chat->add_flag("--restore", restore, "Continue the session saved under --session");
   chat->add_option("--system", chat_system, "System prompt of a new session");
-  auto* stats = app.add_subcommand("stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse, memory");
+  auto* stats = app.add_subcommand(
+      "stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse, memory, speculative decoding");
   auto* models = app.add_subcommand("models", "List the loaded models");
   auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
   auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
     if (gen->count("--top-p")) options.top_p = top_p;
     if (gen->count("--top-k")) options.top_k = top_k;
     if (gen->count("--seed")) options.seed = seed;
+    if (gen->count("--draft-max")) options.draft_max = draft_max;
     auto r = client.GenerateStream(prompt, options, [&](std::string_view text) {
       if (!json) Show(text);
       return true;
@@ -124,13 +128,17 @@ int main(int argc, char** argv) {
                           {"prefill_ms", r->prefill_ms},
                           {"ttft_ms", r->ttft_ms},
                           {"decode_ms", r->decode_ms},
+                          {"draft_tokens", r->draft_tokens},
+                          {"accepted_draft_tokens", r->accepted_draft_tokens},
                           {"finish_reason", r->finish_reason}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       double tps = r->tokens_generated > 1 && r->decode_ms > 0 ? (r->tokens_generated - 1) * 1000.0 / r->decode_ms : 0;
       std::printf("\n");
-      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens at %.1f tok/s, %s]\n",
-                   r->prompt_tokens, r->cached_tokens, r->ttft_ms, r->tokens_generated, tps,
+      const std::string drafts =
+          r->draft_tokens > 0 ? ", " + llmd::llmctl::DraftLine(r->draft_tokens, r->accepted_draft_tokens) : "";
+      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens at %.1f tok/s%s, %s]\n",
+                   r->prompt_tokens, r->cached_tokens, r->ttft_ms, r->tokens_generated, tps, drafts.c_str(),
                    r->finish_reason.c_str());
     }
     return kOk;
@@ -186,7 +194,12 @@ int main(int argc, char** argv) {
                           {"cached_token_ratio", r->cached_token_ratio},
                           {"active", r->active},
                           {"queued", r->queued},
-                          {"sessions", r->sessions}};
+                          {"sessions", r->sessions},
+                          {"draft_tokens", r->draft_tokens},
+                          {"accepted_draft_tokens", r->accepted_draft_tokens}};
+      // null when nothing was drafted: 0/0 is no rate.
+      const auto rate = llmd::llmctl::DraftAcceptanceRate(r->draft_tokens, r->accepted_draft_tokens);
+      j["draft_acceptance_rate"] = rate ? nlohmann::json(*rate) : nlohmann::json(nullptr);
       if (r->memory) {
         const auto& m = *r->memory;
         j["memory_mib"] = {{"weights_resident", m.weights_resident_mib}, {"kv_reserved", m.kv_reserved_mib},
@@ -208,6 +221,7 @@ int main(int argc, char** argv) {
                     m.weights_resident_mib, m.kv_resident_mib, m.kv_reserved_mib, m.compute_mib, m.checkpoints_mib,
                     m.process_resident_mib, m.working_memory_releases);
       }
+      std::printf("%s\n", llmd::llmctl::DraftLine(r->draft_tokens, r->accepted_draft_tokens).c_str());
     }
     return kOk;
   }

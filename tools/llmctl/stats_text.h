@@ -1,0 +1,20 @@
+// How llmctl words the daemon's counters.
+#ifndef LLMD_TOOLS_LLMCTL_STATS_TEXT_H_
+#define LLMD_TOOLS_LLMCTL_STATS_TEXT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace llmd::llmctl {
+
+// Accepted draft tokens / drafted ones (speculative decoding); nullopt when nothing was
+// drafted, where a rate would be 0/0 rather than a poor drafter.
+std::optional<double> DraftAcceptanceRate(uint64_t drafted, uint64_t accepted);
+
+// "speculative: 120 drafted, 84 accepted (70.0%)"; the rate is "-" when nothing was drafted.
+std::string DraftLine(uint64_t drafted, uint64_t accepted);
+
+}  // namespace llmd::llmctl
+
+#endif  // LLMD_TOOLS_LLMCTL_STATS_TEXT_H_
