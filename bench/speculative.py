@@ -64,11 +64,12 @@ def stream(port, key, user, max_tokens, seed):
 
 
 def draft_counts(usage, timings):
-    """llama-server reports timings.draft_n / draft_n_accepted; llmd the same names (docs/http.md)."""
-    for src in (timings or {}, usage or {}):
-        if "draft_n" in src:
-            return src["draft_n"], src.get("draft_n_accepted", 0)
-    return 0, 0
+    """llama-server reports timings.draft_n / draft_n_accepted; llmd usage.draft_tokens /
+    accepted_draft_tokens (docs/http.md)."""
+    if timings and "draft_n" in timings:
+        return timings["draft_n"], timings.get("draft_n_accepted", 0)
+    usage = usage or {}
+    return usage.get("draft_tokens", 0), usage.get("accepted_draft_tokens", 0)
 
 
 def measure(server, key, o, rep):

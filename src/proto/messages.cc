@@ -52,6 +52,8 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->guard, [&](bool* v) { return r.Bool(v); }));
   LLMD_RETURN_IF_ERROR(
       r.Option(&p->constraint, [&](Constraint* c) { return ReadConstraint(r, c).WithContext("constraint"); }));
+  // A client from before draft_max ends the frame here: the server's default.
+  if (r.done()) return Status::Ok();
   return r.Option(&p->draft_max, u32);
 }
 
