@@ -100,7 +100,7 @@ def configs(o):
            # what speculation costs when it does not pay.
            ("draft, real acceptance, max 4", o.target,
             ["--speculative", "draft", "--draft-model", o.draft, "--draft-max", "4"],
-            ["-md", o.draft, "--spec-draft-n-max", "4"])]
+            ["-md", o.draft, "--spec-type", "draft-simple", "--spec-draft-n-max", "4"])]
     for n in o.draft_max:
         for L in o.lengths:
             if L > n + 1:
@@ -108,12 +108,12 @@ def configs(o):
             common = ["--spec-synth-len", str(L)]
             out.append((f"L={L}, max {n}", o.target,
                         ["--speculative", "draft", "--draft-model", o.draft, "--draft-max", str(n), "--benchmark", *common],
-                        ["-md", o.draft, "--spec-draft-n-max", str(n), *common]))
+                        ["-md", o.draft, "--spec-type", "draft-simple", "--spec-draft-n-max", str(n), *common]))
     if o.real_target:
         out.append(("real, Q4_0 draft, off", o.real_target, [], []))
         out.append(("real, Q4_0 draft, max 4", o.real_target,
                     ["--speculative", "draft", "--draft-model", o.real_draft, "--draft-max", "4"],
-                    ["-md", o.real_draft, "--spec-draft-n-max", "4"]))
+                    ["-md", o.real_draft, "--spec-type", "draft-simple", "--spec-draft-n-max", "4"]))
     return out
 
 

@@ -2,14 +2,19 @@
 // draft token at the price of one more output row of the target's step; when the target
 // keeps rejecting them (a draft model that guesses badly, text with no repeats for n-gram
 // lookup), that price buys nothing. The pacer watches the acceptance of the last drafts and,
-// when it is too low, stops drafting for a while; each probe that fails doubles the pause, up
-// to kMaxPause generated tokens, and one that pays resumes drafting.
+// when it is too low, stops drafting for a while; then it probes with a short draft. Each
+// probe that fails doubles the pause, up to kMaxPause generated tokens, and one that pays
+// resumes drafting. A first draft with nothing accepted is judged at once, so a drafter that
+// never guesses right (a draft model unrelated to the target) costs one draft and the probes:
+// on a 2-core CPU, where a step verifying 4 tokens costs about 2.7 plain steps, about 3 % of a
+// 128-token reply and less of a longer one (docs/benchmarks.md).
 //
 // Thread-safety: none (one per slot, engine thread).
 #ifndef LLMD_SCHED_DRAFT_PACER_H_
 #define LLMD_SCHED_DRAFT_PACER_H_
 
 #include <cstdint>
+#include <limits>
 
 namespace llmd::sched {
 
@@ -17,11 +22,15 @@ class DraftPacer {
  public:
   // Below this share of accepted draft tokens drafting is judged not to pay.
   static constexpr double kMinAcceptance = 0.25;
-  // Draft tokens seen before the first judgement, so a single unlucky draft does not stop it.
+  // Draft tokens seen before a judgement (unless none was accepted at all), so one unlucky
+  // draft does not stop a drafter that usually pays.
   static constexpr int32_t kJudgeAfter = 8;
-  static constexpr int32_t kFirstPause = 16, kMaxPause = 512;  // generated tokens
+  static constexpr int32_t kFirstPause = 32, kMaxPause = 1024;  // generated tokens
+  static constexpr int32_t kProbeTokens = 2;  // a probe's draft: cheap to verify
 
   bool ShouldDraft() const { return pause_left_ == 0; }
+  // The longest draft worth verifying now.
+  int32_t max_tokens() const { return probing_ ? kProbeTokens : std::numeric_limits<int32_t>::max(); }
   // A token generated without a draft (while paused, or with nothing to draft).
   void OnTokenWithoutDraft() {
     if (pause_left_ > 0) --pause_left_;

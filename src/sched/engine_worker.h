@@ -15,6 +15,10 @@
 // earlier prompt (CheckpointStore). Requests that arrive together with a shared prefix that
 // no slot holds yet prefill it once: the later ones wait for the first to pass it, then copy.
 //
+// Speculative decoding: where the engine drafts, each generating slot's draft rides in the
+// same step behind its pending token and is verified by sampling; what the target rejects is
+// taken back (docs/architecture.md).
+//
 // A decode step that fails is retried one sequence at a time, so a request that breaks the
 // engine fails alone and the others of its step keep going.
 //

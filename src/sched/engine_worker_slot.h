@@ -1,6 +1,7 @@
 // EngineWorker's per-sequence state and a new job's reuse plan: shared by the worker's files
 // (engine_worker.cc: admission, steps, sampling; engine_worker_reuse.cc: prefix reuse and
-// checkpoints). Private to src/sched.
+// checkpoints; engine_worker_speculative.cc: drafts and their verification). Private to
+// src/sched.
 #ifndef LLMD_SCHED_ENGINE_WORKER_SLOT_H_
 #define LLMD_SCHED_ENGINE_WORKER_SLOT_H_
 

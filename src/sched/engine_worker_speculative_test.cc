@@ -243,8 +243,9 @@ TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->tokens, plain);
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
-  // Two blocks to judge, then probes after pauses of 16, 32, 64 tokens: 5 blocks of 4.
-  EXPECT_EQ(done->stats.draft_tokens, 20);
+  // One block of 4 with nothing accepted is judged at once; then probes of 2 tokens after
+  // pauses of 32 and 64 tokens (the next pause, 128, outlasts the reply).
+  EXPECT_EQ(done->stats.draft_tokens, 8);
 }
 
 TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
@@ -268,18 +269,26 @@ TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
 
 TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
   DraftPacer pacer;
-  pacer.OnVerified(4, 0);
-  EXPECT_TRUE(pacer.ShouldDraft());  // 4 tokens are not enough to judge
-  pacer.OnVerified(4, 1);            // 1 of 8 < 25 %
+  pacer.OnVerified(4, 1);
+  EXPECT_TRUE(pacer.ShouldDraft());  // 4 tokens with one accepted are not enough to judge
+  pacer.OnVerified(4, 0);            // 1 of 8 < 25 %
   EXPECT_FALSE(pacer.ShouldDraft());
   for (int i = 0; i < DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
   EXPECT_TRUE(pacer.ShouldDraft());
-  pacer.OnVerified(4, 0);  // the probe fails: twice as long
+  EXPECT_EQ(pacer.max_tokens(), DraftPacer::kProbeTokens);  // a short probe
+  pacer.OnVerified(2, 0);  // the probe fails: twice as long
   EXPECT_EQ(pacer.pause(), 2 * DraftPacer::kFirstPause);
   for (int i = 0; i < 2 * DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
-  pacer.OnVerified(4, 2);  // the probe pays: drafting resumes, the pause resets
+  pacer.OnVerified(2, 1);  // the probe pays: drafting resumes at full length, the pause resets
   EXPECT_TRUE(pacer.ShouldDraft());
+  EXPECT_GT(pacer.max_tokens(), DraftPacer::kProbeTokens);
   EXPECT_EQ(pacer.pause(), DraftPacer::kFirstPause);
+}
+
+TEST(DraftPacer, AFirstDraftWithNothingAcceptedIsJudgedAtOnce) {
+  DraftPacer pacer;
+  pacer.OnVerified(4, 0);
+  EXPECT_FALSE(pacer.ShouldDraft());
 }
 
 TEST(DraftPacer, ThePauseStopsGrowingAtItsCap) {
