@@ -160,6 +160,7 @@ Status Daemon::Start() {
   const uint64_t budget_mib = c.memory_budget_mb > 0 ? c.memory_budget_mb : AvailableMiB();
   uint64_t files_mib = 0;
   std::vector<std::string> files;
+  files.reserve(models.size() + 1);
   for (const auto& [name, path] : models) files.push_back(path);
   // The draft model's weights are loaded beside the default model's, even when it is also
   // served under its own name.

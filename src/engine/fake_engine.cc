@@ -49,7 +49,7 @@ std::vector<TokenId> FakeEngine::Bytes(std::string_view text) {
   return out;
 }
 
-FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {
+FakeEngine::FakeEngine(FakeEngineOptions options) : options_(std::move(options)) {
   info_.architecture = "fake";
   info_.description = options_.memory == FakeMemory::kRecurrent ? "fake recurrent" : "fake attention";
   info_.context_tokens = options_.context_tokens;

@@ -279,7 +279,8 @@ Status LlamaDrafter::Draft(std::vector<DraftRequest>* requests, ggml_threadpool*
     auto& held = draft_held_[seq];
     held.push_back(r.last);
     held.insert(held.end(), results_[seq].begin(), results_[seq].end());
-    const auto decoded = static_cast<size_t>(llama_memory_seq_pos_max(mem, r.sequence) + 1);
+    const llama_pos last_held = llama_memory_seq_pos_max(mem, r.sequence);
+    const size_t decoded = last_held < 0 ? 0 : static_cast<size_t>(last_held) + 1;
     if (decoded < r.history.size() || decoded > held.size()) {
       llama_memory_seq_rm(mem, r.sequence, static_cast<llama_pos>(r.history.size()), -1);
       held.resize(r.history.size());
