@@ -29,37 +29,10 @@ import suite  # noqa: E402
 def stream(port, key, user, max_tokens, seed):
     """One greedy streamed chat completion that never ends early (ignore_eos): its decode rate
     and the server's own draft counters."""
-    import http.client
-    body = json.dumps({"messages": [{"role": "user", "content": user}], "max_tokens": max_tokens,
-                       "temperature": 0, "ignore_eos": True, "stream": True, "seed": seed,
-                       "stream_options": {"include_usage": True},
-                       "chat_template_kwargs": {"enable_thinking": False}})
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-    t0 = time.perf_counter()
-    c.request("POST", "/v1/chat/completions", body,
-              {"Content-Type": "application/json", "Authorization": "Bearer " + key})
-    r = c.getresponse()
-    if r.status != 200:
-        raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]!r}")
-    first, usage, timings = None, None, None
-    while True:
-        line = r.readline()
-        if not line:
-            break
-        if not line.startswith(b"data: "):
-            continue
-        data = line[6:].strip()
-        if data == b"[DONE]":
-            break
-        ev = json.loads(data)
-        usage = ev.get("usage") or usage
-        timings = ev.get("timings") or timings
-        if first is None and any(ch.get("delta", {}).get("content") for ch in ev.get("choices", [])):
-            first = time.perf_counter()
-    end = time.perf_counter(); c.close()
-    tokens = (usage or {}).get("completion_tokens", 0)
-    drafted, accepted = draft_counts(usage, timings)
-    return {"tokens": tokens, "wall": end - t0, "decode_s": end - (first or end),
+    r = suite.http_request(port, key, [{"role": "user", "content": user}], max_tokens,
+                           extra={"ignore_eos": True, "seed": seed})
+    drafted, accepted = draft_counts(r["usage"], r["timings"])
+    return {"tokens": r["tokens"], "wall": r["wall"], "decode_s": r["wall"] - r["ttft"],
             "drafted": drafted, "accepted": accepted}
 
 

@@ -142,11 +142,12 @@ def native_request(path, user, max_tokens, system=""):
             raise RuntimeError("llmd error: " + f[2:].decode(errors="replace"))
 
 
-def http_request(port, key, messages, max_tokens):
-    """One greedy streamed chat completion over OpenAI HTTP (llmd or llama-server)."""
+def http_request(port, key, messages, max_tokens, extra=None):
+    """One greedy streamed chat completion over OpenAI HTTP (llmd or llama-server); `extra`:
+    more request fields. The result keeps the final usage and timings objects too."""
     body = json.dumps({"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": True,
                        "stream_options": {"include_usage": True},
-                       "chat_template_kwargs": {"enable_thinking": False}})
+                       "chat_template_kwargs": {"enable_thinking": False}, **(extra or {})})
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     t0 = time.perf_counter()
     c.request("POST", "/v1/chat/completions", body,
@@ -176,7 +177,8 @@ def http_request(port, key, messages, max_tokens):
     tokens = usage["completion_tokens"] if usage else len(stamps)
     cached = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
     out = {"ttft": (stamps[0] if stamps else end) - t0, "itl": [b - a for a, b in zip(stamps, stamps[1:])],
-           "tokens": tokens, "wall": end - t0, "cached": cached, "prompt_tokens": (usage or {}).get("prompt_tokens")}
+           "tokens": tokens, "wall": end - t0, "cached": cached, "prompt_tokens": (usage or {}).get("prompt_tokens"),
+           "usage": usage, "timings": timings}
     if timings and "prompt_n" in timings:
         out["cached"], out["computed"] = timings.get("cache_n", 0), timings["prompt_n"]
     return out
