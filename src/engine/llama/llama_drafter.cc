@@ -4,9 +4,9 @@
 #include <cstring>
 #include <exception>
 #include <string>
-#include <thread>
 
 #include "common.h"
+#include "engine/llama/llama_context_setup.h"
 #include "format/model_file.h"
 #include "speculative.h"
 
@@ -133,19 +133,8 @@ uint64_t LlamaDrafter::weight_bytes() const {
 }
 
 Status LlamaDrafter::MakeDraftContext() {
-  const int threads = config_.threads > 0 ? config_.threads
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  llama_context_params cp = llama_context_default_params();
-  // As many tokens per sequence as the target holds.
-  cp.n_ctx = static_cast<uint32_t>(config_.context_tokens) * static_cast<uint32_t>(config_.sequences);
-  cp.kv_unified = false;
-  cp.n_batch = static_cast<uint32_t>(config_.batch_tokens);
-  cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
-  cp.n_seq_max = static_cast<uint32_t>(config_.sequences);
-  cp.n_outputs_max = static_cast<uint32_t>(config_.sequences);  // one guess per sequence a step
-  cp.n_threads = threads;
-  cp.n_threads_batch = threads;
-  cp.no_perf = true;
+  // As many tokens per sequence as the target holds, one guess per sequence a step.
+  const llama_context_params cp = SequenceContextParams(config_);
   try {
     draft_ctx_.reset(llama_init_from_model(draft_model_.get(), cp));
   } catch (const std::exception& e) {

@@ -24,6 +24,7 @@
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
+#include "engine/llama/llama_context_setup.h"
 #include "engine/llama/llama_drafter.h"
 #include "engine/llama/llama_placement.h"
 #include "engine/llama/llama_sampler.h"
@@ -71,26 +72,6 @@ uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_ty
   }
   const uint64_t values = 2ull * llama_model_n_layer(model) * llama_model_n_head_kv(model) * head;
   return values * ggml_type_size(type) / ggml_blck_size(type) * cells;
-}
-
-Result<ggml_type> KvCacheType(const std::string& name) {
-  static const std::pair<const char*, ggml_type> kTypes[] = {
-      {"f32", GGML_TYPE_F32},   {"f16", GGML_TYPE_F16},   {"bf16", GGML_TYPE_BF16},
-      {"q8_0", GGML_TYPE_Q8_0}, {"q4_0", GGML_TYPE_Q4_0}, {"q4_1", GGML_TYPE_Q4_1},
-      {"q5_0", GGML_TYPE_Q5_0}, {"q5_1", GGML_TYPE_Q5_1}, {"iq4_nl", GGML_TYPE_IQ4_NL}};
-  for (const auto& [n, t] : kTypes) {
-    if (name == n) return t;
-  }
-  return InvalidArgumentError("kv_cache_type '" + name +
-                              "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, "
-                              "iq4_nl");
-}
-
-Result<llama_flash_attn_type> FlashAttnType(const std::string& name) {
-  if (name == "auto") return LLAMA_FLASH_ATTN_TYPE_AUTO;
-  if (name == "on") return LLAMA_FLASH_ATTN_TYPE_ENABLED;
-  if (name == "off") return LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  return InvalidArgumentError("flash_attention '" + name + "' is not one of auto, on, off");
 }
 
 class LlamaEngine final : public Engine {
@@ -501,17 +482,9 @@ Status LlamaEngine::Load(const EngineConfig& config) {
 Status LlamaEngine::CreateContext() {
   LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config_.kv_cache_type));
   LLMD_ASSIGN_OR_RETURN(llama_flash_attn_type fa, FlashAttnType(config_.flash_attention));
-  const int threads = config_.threads > 0 ? config_.threads
-                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  llama_context_params cp = llama_context_default_params();
-  // Each sequence gets its own context_tokens of KV cache.
-  cp.n_ctx = static_cast<uint32_t>(config_.context_tokens) * static_cast<uint32_t>(config_.sequences);
-  cp.kv_unified = false;
-  cp.n_batch = static_cast<uint32_t>(config_.batch_tokens);
-  cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
-  cp.n_seq_max = static_cast<uint32_t>(config_.sequences);
-  // The scheduler samples one token per sequence a step, so the outputs reserved (logits and
-  // the scratch of the output head: 512 x 152k floats, 297 MiB, by default) are one per sequence.
+  const int threads = ComputeThreads(config_);
+  llama_context_params cp = SequenceContextParams(config_);
+  // With speculative decoding, one more output per draft token (LlamaOutputsPerStep).
   cp.n_outputs_max = LlamaOutputsPerStep(config_);
   // Speculative decoding on a recurrent state: the states after each of the last draft_max
   // tokens are kept, so that rejected draft tokens can be taken back (llama.cpp clamps this
@@ -525,12 +498,9 @@ Status LlamaEngine::CreateContext() {
     cp.n_ubatch = cp.n_batch;
     cp.pooling_type = LLAMA_POOLING_TYPE_UNSPECIFIED;  // the file's
   }
-  cp.n_threads = threads;
-  cp.n_threads_batch = threads;
   cp.flash_attn_type = fa;
   cp.type_k = kv_type;
   cp.type_v = kv_type;
-  cp.no_perf = true;
   try {
     ctx_.reset(llama_init_from_model(model_.get(), cp));
   } catch (const std::exception& e) {
