@@ -1,0 +1,474 @@
+// The Responses API's request side: ParseResponsesRequest and its field readers (the
+// replies and the event stream are in responses_api.cc).
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "http/json_fields.h"
+#include "http/responses_api.h"
+
+namespace llmd::http {
+namespace {
+
+using nlohmann::json;
+// What we echo back keeps OpenAI's field order, for people reading it.
+using ordered = nlohmann::ordered_json;
+
+// ---------------------------------------------------------------------------------------
+// Reading the request (the field readers are json_fields.h).
+
+std::string Quoted(const std::string& field) { return "'" + field + "'"; }
+
+// State lives in the client: everything that would need it stored here is refused, with
+// what to send instead.
+Status RefuseStatefulFields(const json& j) {
+  if (Field(j, "previous_response_id") != nullptr) {
+    return InvalidArgumentError("'previous_response_id' is not supported: llmd keeps no responses (stateless); "
+                                "send the whole input");
+  }
+  if (Field(j, "conversation") != nullptr) {
+    return InvalidArgumentError("'conversation' is not supported: llmd keeps no conversations (stateless); "
+                                "send the whole input");
+  }
+  if (Field(j, "prompt") != nullptr) {
+    return InvalidArgumentError("'prompt' (a stored prompt template) is not supported: llmd keeps no prompts; "
+                                "send instructions and input");
+  }
+  std::optional<bool> store, background;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "store", &store));
+  if (store.value_or(false)) {
+    return InvalidArgumentError("'store': true is not supported: llmd keeps no responses (stateless); "
+                                "send store:false or leave it out");
+  }
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "background", &background));
+  if (background.value_or(false)) {
+    return InvalidArgumentError("'background': true is not supported: llmd answers within the request "
+                                "(use stream:true for a long answer)");
+  }
+  return Status::Ok();
+}
+
+// Options that would change the answer in ways llmd cannot do.
+Status RefuseUnhonourable(const json& j) {
+  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(j, "truncation", "truncation", {"auto", "disabled"}));
+  if (truncation == "auto") {
+    return InvalidArgumentError("'truncation': \"auto\" is not supported: llmd does not drop input to fit the "
+                                "context; send \"disabled\" or leave it out");
+  }
+  LLMD_ASSIGN_OR_RETURN(auto tier, OptionalString(j, "service_tier", "service_tier"));
+  if (tier && *tier != "auto" && *tier != "default") {
+    return InvalidArgumentError("'service_tier' '" + *tier + "' is not supported by llmd (only auto or default)");
+  }
+  if (const json* cm = Field(j, "context_management"); cm != nullptr && !(cm->is_array() && cm->empty())) {
+    return InvalidArgumentError("'context_management' is not supported by llmd (it does not compact input)");
+  }
+  if (Field(j, "moderation") != nullptr) {
+    return InvalidArgumentError("'moderation' is not supported by llmd (its guard model is set in its config)");
+  }
+  return Status::Ok();
+}
+
+// Text parts: input_text and output_text (a replayed assistant message); no media.
+Result<std::string> PartsText(const json& parts, const std::string& field) {
+  std::string text;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const json& part = parts[i];
+    const std::string where = field + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) return TypeError(where, "an object");
+    const json* type = Field(part, "type");
+    if (type == nullptr || !type->is_string()) return TypeError(where + ".type", "a string");
+    const std::string& t = type->get_ref<const std::string&>();
+    if (t == "input_image" || t == "input_file" || t == "input_audio") {
+      return InvalidArgumentError(Quoted(where) + " is an " + t + ": llmd serves text only");
+    }
+    if (t != "input_text" && t != "output_text") {
+      return InvalidArgumentError(Quoted(where + ".type") + " must be input_text or output_text (got '" + t + "')");
+    }
+    const json* v = Field(part, "text");
+    if (v == nullptr || !v->is_string()) return TypeError(where + ".text", "a string");
+    text += v->get_ref<const std::string&>();
+  }
+  return text;
+}
+
+// A message's or a function call output's text: a string, or an array of text parts.
+Result<std::string> TextOf(const json& obj, const char* key, const std::string& field) {
+  const json* c = Field(obj, key);
+  if (c != nullptr && c->is_string()) return c->get<std::string>();
+  if (c == nullptr || !c->is_array()) return TypeError(field, "a string or an array of text parts");
+  return PartsText(*c, field);
+}
+
+// Input items become chat messages. Function calls join the assistant message before them
+// (a reply's text and its calls are one chat turn); outputs become tool messages.
+class InputBuilder {
+ public:
+  explicit InputBuilder(std::vector<chat::Message>* messages) : messages_(*messages) {}
+
+  Status Item(const json& item, const std::string& field) {
+    if (!item.is_object()) return TypeError(field, "an object");
+    const json* type = Field(item, "type");
+    if (type != nullptr && !type->is_string()) return TypeError(field + ".type", "a string");
+    const std::string t = type == nullptr ? "message" : type->get<std::string>();
+    if (t == "message") return Message(item, field);
+    if (t == "function_call") return FunctionCall(item, field);
+    if (t == "function_call_output") return FunctionCallOutput(item, field);
+    // A previous response's reasoning, sent back with its output: chat templates leave
+    // earlier turns' reasoning out of the prompt, so the model would not see it anyway.
+    if (t == "reasoning") return Status::Ok();
+    if (t == "item_reference") {
+      return InvalidArgumentError(Quoted(field) + " is an item_reference: llmd keeps no items (stateless); "
+                                  "send the item itself");
+    }
+    return InvalidArgumentError(Quoted(field + ".type") + " '" + t + "' is not supported by llmd (only message, "
+                                "function_call, function_call_output and reasoning items)");
+  }
+
+  // Every call answered, and the conversation ends on a turn the model can answer.
+  Status Finish() const {
+    if (!unanswered_.empty()) {
+      return InvalidArgumentError("'input' has a function_call with call_id '" + *unanswered_.begin() +
+                                  "' but no function_call_output for it");
+    }
+    if (!added_) return InvalidArgumentError("'input' has no message (reasoning items alone are not a turn)");
+    if (messages_.back().role == "assistant") {
+      return InvalidArgumentError("'input' must not end with the assistant's message (llmd does not continue a "
+                                  "reply)");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Message(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(auto role, OptionalString(item, "role", field + ".role",
+                                                    {"user", "system", "developer", "assistant"}));
+    if (!role) return TypeError(field + ".role", "user, system, developer or assistant");
+    LLMD_ASSIGN_OR_RETURN(std::string content, TextOf(item, "content", field + ".content"));
+    messages_.push_back({*role == "developer" ? "system" : *role, std::move(content)});
+    added_ = true;
+    return Status::Ok();
+  }
+
+  Status FunctionCall(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", field));
+    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(item, "name", field));
+    const json* args = Field(item, "arguments");
+    if (args == nullptr || !args->is_string()) return TypeError(field + ".arguments", "a string (JSON text)");
+    std::string arguments = args->get<std::string>();
+    // Templates render the arguments as JSON; an empty string is a call without any.
+    if (arguments.empty()) arguments = "{}";
+    if (!json::accept(arguments)) return TypeError(field + ".arguments", "JSON text");
+    if (!calls_.insert(call_id).second) {
+      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' is used by an earlier function_call");
+    }
+    unanswered_.insert(call_id);
+    if (messages_.empty() || messages_.back().role != "assistant") messages_.push_back({"assistant", ""});
+    messages_.back().tool_calls.push_back({std::move(call_id), std::move(name), std::move(arguments)});
+    added_ = true;
+    return Status::Ok();
+  }
+
+  Status FunctionCallOutput(const json& item, const std::string& field) {
+    LLMD_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", field));
+    if (calls_.count(call_id) == 0) {
+      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' answers no function_call before it");
+    }
+    unanswered_.erase(call_id);
+    LLMD_ASSIGN_OR_RETURN(std::string output, TextOf(item, "output", field + ".output"));
+    chat::Message m{"tool", std::move(output)};
+    m.tool_call_id = std::move(call_id);
+    messages_.push_back(std::move(m));
+    return Status::Ok();
+  }
+
+  std::vector<chat::Message>& messages_;
+  bool added_ = false;  // a message or call from the input (not just instructions)
+  std::set<std::string> calls_, unanswered_;
+};
+
+Status ReadInput(const json& j, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(auto instructions, OptionalString(j, "instructions", "instructions"));
+  (*echo)["instructions"] = instructions ? ordered(*instructions) : ordered(nullptr);
+  if (instructions) r->messages.push_back({"system", *instructions});
+  const json* input = Field(j, "input");
+  if (input == nullptr) return InvalidArgumentError("'input' is required");
+  if (input->is_string()) {
+    r->messages.push_back({"user", input->get<std::string>()});
+    return Status::Ok();
+  }
+  if (!input->is_array() || input->empty()) return TypeError("input", "a string or a non-empty array of items");
+  InputBuilder builder(&r->messages);
+  for (size_t i = 0; i < input->size(); ++i) {
+    LLMD_RETURN_IF_ERROR(builder.Item((*input)[i], "input[" + std::to_string(i) + "]"));
+  }
+  return builder.Finish();
+}
+
+Status ReadSampling(const json& j, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(auto model, OptionalString(j, "model", "model"));
+  r->model = model;
+  std::optional<int64_t> max_tokens;
+  // 0 is allowed, as on chat: an empty, incomplete answer.
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_output_tokens", 0, UINT32_MAX, &max_tokens));
+  if (max_tokens) r->max_tokens = static_cast<uint32_t>(*max_tokens);
+  (*echo)["max_output_tokens"] = max_tokens ? ordered(*max_tokens) : ordered(nullptr);
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "temperature", 0, 2, &r->temperature));
+  LLMD_RETURN_IF_ERROR(ReadNumber(j, "top_p", 0, 1, &r->top_p));
+  // The echo repeats what was sent (doubles, so 0.7 does not come back as 0.699999988).
+  (*echo)["temperature"] = r->temperature ? ordered(j.at("temperature")) : ordered(nullptr);
+  (*echo)["top_p"] = r->top_p ? ordered(j.at("top_p")) : ordered(nullptr);
+  std::optional<bool> stream;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "stream", &stream));
+  r->stream = stream.value_or(false);
+  return Status::Ok();
+}
+
+// A Responses function tool ({type, name, description, parameters, strict}) in the chat
+// shape ({type, function: {name, description, parameters, strict}}) the engine takes.
+Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::string>* names) {
+  if (!tool.is_object()) return TypeError(field, "an object");
+  const json* type = Field(tool, "type");
+  if (type == nullptr || !type->is_string()) return TypeError(field + ".type", "a string");
+  if (*type != "function") {
+    return InvalidArgumentError(Quoted(field) + " is a '" + type->get<std::string>() +
+                                "' tool, which llmd does not have (only function tools)");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field));
+  if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
+  json function = {{"name", name}};
+  if (const json* d = Field(tool, "description")) {
+    if (!d->is_string()) return TypeError(field + ".description", "a string");
+    function["description"] = *d;
+  }
+  if (const json* p = Field(tool, "parameters")) {
+    if (!p->is_object()) return TypeError(field + ".parameters", "an object (a JSON schema)");
+    function["parameters"] = *p;
+  }
+  if (const json* s = Field(tool, "strict")) {
+    if (!s->is_boolean()) return TypeError(field + ".strict", "true or false");
+    function["strict"] = *s;
+  }
+  return json{{"type", "function"}, {"function", std::move(function)}};
+}
+
+// The Response's copy of a tool: every field FunctionTool has, null where not sent.
+ordered EchoedTool(const json& chat_tool) {
+  const json& f = chat_tool["function"];
+  auto or_null = [&](const char* key) { return f.contains(key) ? ordered(f[key]) : ordered(nullptr); };
+  return {{"type", "function"}, {"name", f["name"]}, {"description", or_null("description")},
+          {"parameters", or_null("parameters")}, {"strict", or_null("strict")}};
+}
+
+Status ReadToolChoice(const json& j, const std::set<std::string>& names, ResponsesRequest* r, ordered* echo) {
+  const json* choice = Field(j, "tool_choice");
+  (*echo)["tool_choice"] = choice ? ordered(*choice) : ordered("auto");
+  if (choice == nullptr) return Status::Ok();
+  engine::ChatFormat& f = r->format;
+  if (choice->is_string()) {
+    const std::string& c = choice->get_ref<const std::string&>();
+    if (c == "auto") {
+      f.tool_choice = engine::ToolChoice::kAuto;
+    } else if (c == "none") {
+      f.tool_choice = engine::ToolChoice::kNone;
+    } else if (c == "required") {
+      if (names.empty()) return InvalidArgumentError("'tool_choice': \"required\" needs 'tools'");
+      f.tool_choice = engine::ToolChoice::kRequired;
+    } else {
+      return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"name\":...} "
+                                  "(got '" + c + "')");
+    }
+    return Status::Ok();
+  }
+  if (!choice->is_object()) return TypeError("tool_choice", "a string or an object");
+  const json* type = Field(*choice, "type");
+  if (type == nullptr || !type->is_string()) return TypeError("tool_choice.type", "a string");
+  if (*type != "function") {
+    return InvalidArgumentError("'tool_choice' of type '" + type->get<std::string>() +
+                                "' is not supported by llmd (only auto, none, required or a function)");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
+  if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
+  f.tool_choice = engine::ToolChoice::kNamed;
+  f.tool_name = std::move(name);
+  return Status::Ok();
+}
+
+Status ReadTools(const json& j, ResponsesRequest* r, ordered* echo) {
+  std::set<std::string> names;
+  json chat_tools = json::array();
+  ordered echoed = ordered::array();
+  if (const json* tools = Field(j, "tools")) {
+    if (!tools->is_array()) return TypeError("tools", "an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      LLMD_ASSIGN_OR_RETURN(json tool, ChatTool((*tools)[i], "tools[" + std::to_string(i) + "]", &names));
+      echoed.push_back(EchoedTool(tool));
+      chat_tools.push_back(std::move(tool));
+    }
+  }
+  if (!chat_tools.empty()) r->format.tools_json = chat_tools.dump();
+  (*echo)["tools"] = std::move(echoed);
+  LLMD_RETURN_IF_ERROR(ReadToolChoice(j, names, r, echo));
+  std::optional<bool> parallel;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "parallel_tool_calls", &parallel));
+  r->format.parallel_tool_calls = parallel.value_or(true);
+  // max_tool_calls 1 is one call (as parallel_tool_calls false); llmd cannot stop at N > 1.
+  std::optional<int64_t> max_calls;
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "max_tool_calls", 1, 1, &max_calls));
+  if (max_calls) {
+    r->format.parallel_tool_calls = false;
+    (*echo)["max_tool_calls"] = *max_calls;
+  }
+  (*echo)["parallel_tool_calls"] = r->format.parallel_tool_calls;
+  return Status::Ok();
+}
+
+// text.format: free text, any JSON object, or JSON following a schema.
+Status ReadTextFormat(const json& j, ResponsesRequest* r, ordered* echo) {
+  ordered text = {{"format", {{"type", "text"}}}};
+  const json* t = Field(j, "text");
+  if (t != nullptr && !t->is_object()) return TypeError("text", "an object");
+  if (const json* format = t ? Field(*t, "format") : nullptr) {
+    if (!format->is_object()) return TypeError("text.format", "an object");
+    LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*format, "type", "text.format.type",
+                                                    {"text", "json_object", "json_schema"}));
+    if (!type) return TypeError("text.format.type", "text, json_object or json_schema");
+    if (*type == "json_object") {
+      r->format.json_schema = R"({"type":"object"})";
+    } else if (*type == "json_schema") {
+      LLMD_RETURN_IF_ERROR(RequiredString(*format, "name", "text.format").error());
+      const json* schema = Field(*format, "schema");
+      if (schema == nullptr || !schema->is_object()) return TypeError("text.format.schema", "an object (a JSON schema)");
+      LLMD_RETURN_IF_ERROR(OptionalString(*format, "description", "text.format.description").error());
+      std::optional<bool> strict;  // the grammar holds the reply to the schema either way
+      LLMD_RETURN_IF_ERROR(ReadBool(*format, "strict", &strict, "text.format.strict"));
+      r->format.json_schema = schema->dump();
+    }
+    text["format"] = *format;
+  }
+  if (t != nullptr) {
+    // A hint llmd's models do not take: only the default is honoured.
+    LLMD_ASSIGN_OR_RETURN(auto verbosity, OptionalString(*t, "verbosity", "text.verbosity", {"low", "medium", "high"}));
+    if (verbosity && *verbosity != "medium") {
+      return InvalidArgumentError("'text.verbosity' '" + *verbosity + "' is not supported by llmd (only medium)");
+    }
+    if (verbosity) text["verbosity"] = *verbosity;
+  }
+  (*echo)["text"] = std::move(text);
+  return Status::Ok();
+}
+
+// reasoning.effort switches thinking; llmd has no graded effort and writes no summaries.
+Status ReadReasoning(const json& j, ResponsesRequest* r, ordered* echo) {
+  ordered echoed = {{"effort", nullptr}, {"summary", nullptr}};
+  const json* reasoning = Field(j, "reasoning");
+  if (reasoning != nullptr && !reasoning->is_object()) return TypeError("reasoning", "an object");
+  if (reasoning != nullptr) {
+    LLMD_ASSIGN_OR_RETURN(auto effort, OptionalString(*reasoning, "effort", "reasoning.effort",
+                                                      {"none", "minimal", "low", "medium", "high", "xhigh", "max"}));
+    if (effort) {
+      r->enable_thinking = *effort != "none" && *effort != "minimal";
+      echoed["effort"] = *effort;
+    }
+    for (const char* key : {"summary", "generate_summary"}) {
+      const std::string field = std::string("reasoning.") + key;
+      LLMD_ASSIGN_OR_RETURN(auto summary, OptionalString(*reasoning, key, field, {"auto", "concise", "detailed"}));
+      if (summary && *summary != "auto") {
+        return InvalidArgumentError(Quoted(field) + " '" + *summary + "' is not supported: llmd returns the reasoning "
+                                    "itself (the reasoning item's content), not a summary; send auto or leave it out");
+      }
+      if (summary) echoed["summary"] = *summary;
+    }
+    LLMD_ASSIGN_OR_RETURN(auto context, OptionalString(*reasoning, "context", "reasoning.context",
+                                                       {"auto", "current_turn", "all_turns"}));
+    if (context == "all_turns") {
+      return InvalidArgumentError("'reasoning.context' \"all_turns\" is not supported: the model sees the current "
+                                  "turn's reasoning only");
+    }
+    LLMD_ASSIGN_OR_RETURN(auto mode, OptionalString(*reasoning, "mode", "reasoning.mode"));
+    if (mode && *mode != "standard") {
+      return InvalidArgumentError("'reasoning.mode' '" + *mode + "' is not supported by llmd (only standard)");
+    }
+  }
+  (*echo)["reasoning"] = std::move(echoed);
+  return Status::Ok();
+}
+
+// include: what extra the output carries. Logprobs are honoured when they can cover the
+// answer alone (no tool calls, no reasoning among the tokens); the rest name items llmd
+// never makes, so asking for them changes nothing.
+Status ReadInclude(const json& j, ResponsesRequest* r, ordered* echo) {
+  static const std::set<std::string> kKnown = {
+      "message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
+      "web_search_call.results",      "web_search_call.action.sources", "message.input_image.image_url",
+      "computer_call_output.output.image_url", "code_interpreter_call.outputs"};
+  bool logprobs = false;
+  if (const json* include = Field(j, "include")) {
+    if (!include->is_array()) return TypeError("include", "an array of strings");
+    for (size_t i = 0; i < include->size(); ++i) {
+      const json& v = (*include)[i];
+      const std::string field = "include[" + std::to_string(i) + "]";
+      if (!v.is_string()) return TypeError(field, "a string");
+      if (kKnown.count(v.get<std::string>()) == 0) {
+        return InvalidArgumentError(Quoted(field) + " '" + v.get<std::string>() + "' is not a known include value");
+      }
+      logprobs = logprobs || v == "message.output_text.logprobs";
+    }
+  }
+  std::optional<int64_t> top;
+  LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_logprobs", 0, kMaxTopLogprobs, &top));
+  (*echo)["top_logprobs"] = top.value_or(0);
+  if (!logprobs) return Status::Ok();
+  if (!r->format.tools_json.empty()) {
+    return InvalidArgumentError("'include' message.output_text.logprobs cannot be used with 'tools' in llmd");
+  }
+  if (r->enable_thinking.value_or(false)) {
+    return InvalidArgumentError("'include' message.output_text.logprobs cannot be used with 'reasoning' in llmd "
+                                "(the logprobs cover the answer only); send reasoning.effort none");
+  }
+  r->enable_thinking = false;
+  r->top_logprobs = static_cast<int32_t>(top.value_or(0));
+  return Status::Ok();
+}
+
+// Caller-side labels the Response repeats; they do not change the answer.
+Status ReadLabels(const json& j, ordered* echo) {
+  const json* metadata = Field(j, "metadata");
+  if (metadata != nullptr) {
+    if (!metadata->is_object()) return TypeError("metadata", "an object of strings");
+    for (const auto& [key, value] : metadata->items()) {
+      if (!value.is_string()) return TypeError("metadata." + key, "a string");
+    }
+  }
+  (*echo)["metadata"] = metadata ? ordered(*metadata) : ordered::object();
+  LLMD_ASSIGN_OR_RETURN(auto user, OptionalString(j, "user", "user"));
+  if (user) (*echo)["user"] = *user;
+  LLMD_ASSIGN_OR_RETURN(auto safety_identifier, OptionalString(j, "safety_identifier", "safety_identifier"));
+  if (safety_identifier) (*echo)["safety_identifier"] = *safety_identifier;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
+  LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  ResponsesRequest r;
+  r.chat = true;
+  ordered echo = ordered::object();
+  LLMD_RETURN_IF_ERROR(RefuseStatefulFields(j));
+  LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_RETURN_IF_ERROR(ReadInput(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadSampling(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadTextFormat(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadReasoning(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadInclude(j, &r, &echo));  // after tools and reasoning, which it checks
+  LLMD_RETURN_IF_ERROR(ReadLabels(j, &echo));
+  r.echo_json = echo.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+}  // namespace llmd::http
