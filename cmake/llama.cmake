@@ -45,5 +45,15 @@ endif()
 add_subdirectory("${LLMD_LLAMA_SOURCE_DIR}" "${PROJECT_BINARY_DIR}/third_party/llama.cpp"
                  EXCLUDE_FROM_ALL SYSTEM)
 
+# No AMX kernels, even where -march=native offers them (Sapphire Rapids and later Xeons): in
+# llama.cpp 0.5.0 the AMX buffer type's matmul crashes (SIGSEGV in ggml_backend_amx_mul_mat, or
+# SIGILL) on the first decode of a Q4_0/Q8_0 model on such a machine, in llama-completion as in
+# llmd (upstream issue 20824, closed unfixed). The AVX-512/VNNI kernels serve those CPUs instead.
+# The flags come after ggml's own -march=native, so they win.
+if(TARGET ggml-cpu AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64"
+   AND CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+  target_compile_options(ggml-cpu PRIVATE -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+endif()
+
 # The reference programs the tests and benchmarks compare against.
 add_custom_target(llama_reference_programs DEPENDS llama-completion llama-bench llama-server)
