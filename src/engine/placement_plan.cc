@@ -186,7 +186,7 @@ Status Validate(const PlacementRequest& r) {
 
 ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
                                         double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs,
-                                        bool flash_attention) {
+                                        bool flash_attention, SpeculationFootprint speculation) {
   ModelFootprint m;
   const uint64_t cells = uint64_t{context_tokens} * sequences;
   m.layer_bytes = gguf.layer_bytes;
@@ -201,9 +201,18 @@ ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_
   // n_embd_r + n_embd_s).
   const uint64_t conv = static_cast<uint64_t>(gguf.ssm_conv_kernel > 0 ? gguf.ssm_conv_kernel - 1 : 0) *
                         (gguf.ssm_inner_size + 2ull * gguf.ssm_group_count * gguf.ssm_state_size);
-  const uint64_t state_bytes = (conv + static_cast<uint64_t>(gguf.ssm_state_size) * gguf.ssm_inner_size) * 4 * sequences;
+  // ... and with speculative decoding, one more per rollback snapshot.
+  const uint64_t state_bytes = (conv + static_cast<uint64_t>(gguf.ssm_state_size) * gguf.ssm_inner_size) * 4 *
+                               sequences * (1ull + speculation.state_snapshots);
+  const size_t trunk = m.layer_bytes.size() - std::min<size_t>(gguf.nextn_layers, m.layer_bytes.size());
   m.layer_memory_bytes.resize(m.layer_bytes.size());
   for (size_t i = 0; i < m.layer_memory_bytes.size(); ++i) {
+    if (i >= trunk) {
+      // An MTP block: one attention layer with a cache of its own (a second context), when loaded.
+      if (!speculation.mtp) m.layer_bytes[i] = 0;
+      m.layer_memory_bytes[i] = speculation.mtp ? kv_bytes : 0;
+      continue;
+    }
     const bool attention = gguf.full_attention_interval == 0 || (i + 1) % gguf.full_attention_interval == 0;
     m.layer_memory_bytes[i] = attention ? kv_bytes : state_bytes;
   }

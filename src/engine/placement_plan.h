@@ -26,6 +26,12 @@
 
 namespace llmd::engine {
 
+// What speculative decoding adds to a model's own memory.
+struct SpeculationFootprint {
+  uint32_t state_snapshots = 0;  // recurrent states kept per sequence for rollback (n_rs_seq)
+  bool mtp = false;              // the MTP blocks are loaded (with their KV cache); else skipped
+};
+
 // What a model needs in memory, by where llama.cpp can put it.
 struct ModelFootprint {
   std::vector<uint64_t> layer_bytes;  // weights of each repeating layer
@@ -41,9 +47,11 @@ struct ModelFootprint {
   // From the pre-check's summary, for `sequences` slots of `context_tokens` each;
   // `kv_bytes_per_value` is the cache type's size (2 for f16, 34/32 for q8_0, ...), `ubatch`
   // the prompt micro-batch, `outputs` the logits a step may ask for (one per sequence when
-  // generating). Without flash attention the attention scores need room too.
+  // generating). Without flash attention the attention scores need room too. The file's MTP
+  // blocks (nextn_layers, after the trunk) count only when `speculation.mtp`.
   static ModelFootprint FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
-                                 double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs, bool flash_attention);
+                                 double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs, bool flash_attention,
+                                 SpeculationFootprint speculation = {});
 };
 
 // One device the model may use, with what it can hold.

@@ -93,6 +93,37 @@ TEST(PlacementPlan, HybridLayersHoldARecurrentStateNotAKvCache) {
   EXPECT_LT(total, 24 * kv) << "a dense estimate over-counts the hybrid";
 }
 
+// The same hybrid with an MTP block after its 24 layers: the block counts (weights and a KV
+// cache of its own) only when it drafts, and speculation on recurrent memory keeps a state
+// snapshot per draft token.
+TEST(PlacementPlan, SpeculationCountsTheMtpBlockAndTheStateSnapshots) {
+  format::GgufSummary g;
+  g.block_count = 25;
+  g.nextn_layers = 1;
+  g.embedding_length = 1024;
+  g.head_count = 8;
+  g.head_count_kv = 2;
+  g.key_length = g.value_length = 256;
+  g.vocab_size = kVocab;
+  g.layer_bytes.assign(25, 10 * kMiB);
+  g.full_attention_interval = 4;
+  g.ssm_conv_kernel = 4;
+  g.ssm_inner_size = 2048;
+  g.ssm_state_size = 128;
+  g.ssm_group_count = 16;
+  const uint64_t kv = 4ull * 2048 * 2 * (256 + 256) * 2;
+  const uint64_t state = (3ull * (2048 + 2 * 16 * 128) + 128ull * 2048) * 4 * 4;
+  const ModelFootprint off = ModelFootprint::FromGguf(g, 2048, 4, 2.0, 512, 4, true);
+  EXPECT_EQ(off.layer_bytes[24], 0u) << "llama.cpp skips the MTP block unless it drafts";
+  EXPECT_EQ(off.layer_memory_bytes[24], 0u);
+  EXPECT_EQ(off.layer_memory_bytes[0], state);
+  const ModelFootprint mtp = ModelFootprint::FromGguf(g, 2048, 4, 2.0, 512, 4 * 5, true, {.state_snapshots = 4, .mtp = true});
+  EXPECT_EQ(mtp.layer_bytes[24], 10 * kMiB);
+  EXPECT_EQ(mtp.layer_memory_bytes[24], kv);
+  EXPECT_EQ(mtp.layer_memory_bytes[0], 5 * state);  // the state and 4 snapshots
+  EXPECT_EQ(mtp.layer_memory_bytes[3], kv);
+}
+
 TEST(PlacementPlan, NoDevicesKeepsEverythingOnTheCpu) {
   PlacementRequest r{.model = Qwen3("0.6b", 18.0 / 32)};
   auto plan = PlanPlacement(r);

@@ -1,6 +1,7 @@
-// Speculative decoding through the real daemon: the config keys reach the engine, the native
-// Done frame and Stats carry the draft counters, a request can turn it off, and the
-// benchmark-only synthetic acceptance is refused without --benchmark.
+// Speculative decoding through the real daemon: the config keys reach the engine (a draft
+// model, the model's own MTP layer), the native Done frame and Stats carry the draft counters,
+// a request can turn it off, and the benchmark-only synthetic acceptance is refused without
+// --benchmark.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -62,6 +63,24 @@ TEST(DaemonSpeculative, SyntheticAcceptanceNeedsTheBenchmarkFlag) {
   const Generation g = Ask(bench, "Anything", Greedy(21));
   EXPECT_GT(g.draft_tokens, 0u);
   EXPECT_EQ(g.accepted_draft_tokens, g.draft_tokens);
+}
+
+TEST(DaemonSpeculative, TheModelsOwnMtpLayerDraftsAndTheTextStaysTheSame) {
+  DaemonProcess plain({}, Qwen35TinyMtpPath());
+  ASSERT_TRUE(plain.ready()) << plain.log();
+  DaemonProcess mtp({"--speculative", "mtp", "--draft-max", "3"}, Qwen35TinyMtpPath());
+  ASSERT_TRUE(mtp.ready()) << mtp.log();
+  const Generation a = Ask(plain, "Count with me", Greedy(32));
+  const Generation b = Ask(mtp, "Count with me", Greedy(32));
+  EXPECT_EQ(b.text, a.text);
+  EXPECT_EQ(a.draft_tokens, 0u);
+  EXPECT_GT(b.draft_tokens, 0u);
+}
+
+TEST(DaemonSpeculative, MtpWithoutAnMtpLayerStopsTheDaemonWithAClearError) {
+  DaemonProcess d({"--speculative", "mtp"}, Qwen35TinyPath());
+  EXPECT_FALSE(d.ready());
+  EXPECT_NE(d.log().find("needs a model with a multi-token-prediction layer"), std::string::npos) << d.log();
 }
 
 TEST(DaemonSpeculative, AnUnusableDraftModelStopsTheDaemonWithAClearError) {

@@ -1,7 +1,7 @@
 // Speculative decoding on the real llama.cpp engine, through the scheduler: greedy output is
-// token for token what it is with speculation off, for n-gram lookup and a draft model, solo
-// and four streams at once, on the dense and the hybrid model; a draft model that cannot
-// draft for the target is refused at load.
+// token for token what it is with speculation off, for n-gram lookup and a draft model (dense
+// and hybrid targets) and the hybrid model's own MTP layer, solo and four streams at once; a
+// draft model that cannot draft for the target, or mtp without an MTP layer, is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,6 +51,13 @@ SpeculativeConfig DraftModel(const std::string& path, int32_t draft_max = 4) {
   s.mode = SpeculativeMode::kDraft;
   s.draft_model_path = path;
   s.draft_max = draft_max;
+  return s;
+}
+
+SpeculativeConfig Mtp() {
+  SpeculativeConfig s;
+  s.mode = SpeculativeMode::kMtp;
+  s.draft_max = 4;
   return s;
 }
 
@@ -274,12 +281,16 @@ TEST(SpeculativeLoad, AMissingDraftModelIsAClearError) {
   EXPECT_NE(e.error().message().find("/nonexistent/draft.gguf"), std::string::npos) << e.error().ToString();
 }
 
-TEST(SpeculativeLoad, MtpIsRefusedAsNotImplemented) {
+TEST(SpeculativeLoad, MtpOnAModelWithoutAnMtpLayerIsRefused) {
   SpeculativeConfig mtp;
   mtp.mode = SpeculativeMode::kMtp;
-  auto e = Load(Qwen35TinyPath(), mtp);
-  ASSERT_FALSE(e.has_value());
-  EXPECT_EQ(e.error().code(), StatusCode::kUnimplemented);
+  for (const std::string& model : {Qwen35TinyPath(), TinyModelPath()}) {
+    auto e = Load(model, mtp);
+    ASSERT_FALSE(e.has_value()) << model;
+    EXPECT_EQ(e.error().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.error().message().find("needs a model with a multi-token-prediction layer"), std::string::npos)
+        << e.error().ToString();
+  }
 }
 
 TEST(SpeculativeDense, AGrammarHoldsWithSpeculationOn) {
@@ -295,9 +306,11 @@ TEST(SpeculativeDense, AGrammarHoldsWithSpeculationOn) {
   EXPECT_EQ(b.text.find_first_not_of("onetwhr "), std::string::npos) << b.text;
 }
 
-TEST(SpeculativeDense, PrefixReuseAndStopStringsKeepWorking) {
-  auto off = Worker(TinyModelPath(), {});
-  auto on = Worker(TinyModelPath(), DraftModel(TinyModelPath()));
+// Two requests with one system prompt, the second reusing its prefix, each with and without a
+// stop string: the same text as with speculation off.
+void ExpectPrefixReuseAndStopStringsWork(const std::string& model, const SpeculativeConfig& speculative) {
+  auto off = Worker(model, {});
+  auto on = Worker(model, speculative);
   ASSERT_TRUE(off && on);
   for (const auto& u : {kUsers[0], kUsers[1]}) {  // the second reuses the system prompt
     const auto a = RunTogether(*off, {Chat(u, 24)})[0];
@@ -313,7 +326,37 @@ TEST(SpeculativeDense, PrefixReuseAndStopStringsKeepWorking) {
     EXPECT_EQ(sb.text, sa.text);
     EXPECT_LT(sb.text.size(), b.text.size());
     EXPECT_GT(sb.stats.cached_tokens, 0);
+    EXPECT_GT(b.stats.draft_tokens, 0);
   }
+}
+
+TEST(SpeculativeDense, PrefixReuseAndStopStringsKeepWorking) {
+  ExpectPrefixReuseAndStopStringsWork(TinyModelPath(), DraftModel(TinyModelPath()));
+}
+
+// The model's own MTP layer: the same tokens as without it, alone and four at once, and
+// through prefix reuse (checkpoints carry the MTP layer's hidden state).
+TEST(SpeculativeHybrid, MtpGivesTheSameTokensSoloAndBatched) {
+  const Runs& off = Off(Qwen35TinyMtpPath(), /*repeating=*/false);
+  const Runs on = RunAll(Qwen35TinyMtpPath(), Mtp(), /*repeating=*/false);
+  ExpectSameTokens(off, on);
+  EXPECT_GT(Drafted(on), 0);
+}
+
+TEST(SpeculativeHybrid, MtpKeepsPrefixReuseAndStopStrings) {
+  ExpectPrefixReuseAndStopStringsWork(Qwen35TinyMtpPath(), Mtp());
+}
+
+TEST(SpeculativeHybrid, MtpHoldsAGrammar) {
+  const std::string grammar = Repeating(kUsers[1]);
+  auto off = Worker(Qwen35TinyMtpPath(), {});
+  auto on = Worker(Qwen35TinyMtpPath(), Mtp());
+  ASSERT_TRUE(off && on);
+  const auto a = RunTogether(*off, {Chat(kUsers[1], 24, grammar)})[0];
+  const auto b = RunTogether(*on, {Chat(kUsers[1], 24, grammar)})[0];
+  EXPECT_EQ(b.tokens, a.tokens);
+  EXPECT_GT(b.stats.draft_tokens, 0);
+  EXPECT_EQ(b.text.rfind("red green ", 0), 0u) << b.text;
 }
 
 }  // namespace

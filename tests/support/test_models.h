@@ -12,6 +12,8 @@ inline std::string TinyEmbedModelPath() { return std::string(LLMD_TEST_MODEL_DIR
 inline std::string Qwen06bQ4Path() { return std::string(LLMD_TEST_MODEL_DIR) + "/qwen3-0.6b-q4_0.gguf"; }
 // The tiny Qwen3.5-shaped hybrid (Gated DeltaNet + attention), the real qwen35 vocabulary and template.
 inline std::string Qwen35TinyPath() { return std::string(LLMD_TEST_MODEL_DIR) + "/qwen35-tiny-q8_0.gguf"; }
+// The same with one multi-token-prediction block (nextn_predict_layers 1), for speculative = mtp.
+inline std::string Qwen35TinyMtpPath() { return std::string(LLMD_TEST_MODEL_DIR) + "/qwen35-tiny-mtp-q8_0.gguf"; }
 
 }  // namespace llmd::testing
 

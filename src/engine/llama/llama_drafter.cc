@@ -66,14 +66,13 @@ Result<std::vector<double>> SyntheticAcceptance(double length, int32_t draft_max
 
 }  // namespace
 
-Result<std::unique_ptr<LlamaDrafter>> LlamaDrafter::Create(const EngineConfig& config, const llama_model* target) {
+Result<std::unique_ptr<LlamaDrafter>> LlamaDrafter::Create(const EngineConfig& config, llama_model* target) {
   const SpeculativeConfig& sc = config.speculative;
   LLMD_RETURN_IF_ERROR(sc.Validate());
   if (sc.mode == SpeculativeMode::kOff) return InvalidArgumentError("speculative decoding is off");
-  if (sc.mode == SpeculativeMode::kMtp) {
-    return UnimplementedError("speculative = mtp is not implemented in this build; use draft or ngram");
-  }
+  if (sc.mode == SpeculativeMode::kMtp) LLMD_RETURN_IF_ERROR(LlamaMtp::CheckModel(target, config.model_path));
   std::unique_ptr<LlamaDrafter> d(new LlamaDrafter());
+  d->target_ = target;
   d->config_ = config;
   d->info_.mode = sc.mode;
   d->info_.draft_max = sc.draft_max;
@@ -107,11 +106,42 @@ Result<std::unique_ptr<LlamaDrafter>> LlamaDrafter::Create(const EngineConfig& c
     char desc[256];
     llama_model_desc(d->draft_model_.get(), desc, sizeof desc);
     d->info_.draft_model = desc;
-  } else {
+  } else if (sc.mode == SpeculativeMode::kNgram) {
     LLMD_RETURN_IF_ERROR(d->MakeSpeculative());  // n-grams need no context: made once
   }
   return d;
 }
+
+Status LlamaDrafter::AttachTarget(llama_context* target_ctx, ggml_threadpool* threadpool) {
+  if (config_.speculative.mode != SpeculativeMode::kMtp) return Status::Ok();
+  mtp_.reset();
+  LLMD_ASSIGN_OR_RETURN(mtp_, LlamaMtp::Create(config_, target_, target_ctx, threadpool));
+  return Status::Ok();
+}
+
+Status LlamaDrafter::AfterTargetDecode(const std::vector<DecodeItem>& items) {
+  return mtp_ ? mtp_->AfterDecode(items) : Status::Ok();
+}
+
+void LlamaDrafter::TruncateTarget(int32_t sequence, int32_t position) {
+  if (mtp_) mtp_->Truncate(sequence, position);
+}
+
+void LlamaDrafter::CopyTarget(int32_t src, int32_t dst) {
+  if (mtp_) mtp_->Copy(src, dst);
+}
+
+size_t LlamaDrafter::target_state_bytes() const { return mtp_ ? mtp_->state_bytes() : 0; }
+
+std::string LlamaDrafter::SaveTargetState(int32_t sequence) const {
+  return mtp_ ? mtp_->SaveState(sequence) : std::string();
+}
+
+Status LlamaDrafter::RestoreTargetState(int32_t sequence, std::string_view state) {
+  return mtp_ ? mtp_->RestoreState(sequence, state) : Status::Ok();
+}
+
+uint64_t LlamaDrafter::context_bytes() const { return context_bytes_ + (mtp_ ? mtp_->context_bytes() : 0); }
 
 LlamaDrafter::~LlamaDrafter() {
   common_speculative_free(spec_);
@@ -124,6 +154,7 @@ void LlamaDrafter::ReleaseWorkingMemory() {
     spec_ = nullptr;
   }
   draft_ctx_.reset();
+  mtp_.reset();
   context_bytes_ = 0;
   for (auto& held : draft_held_) held.clear();
 }
@@ -236,6 +267,9 @@ Status LlamaDrafter::CatchUp(const std::vector<DraftRequest>& requests) {
 
 Status LlamaDrafter::Draft(std::vector<DraftRequest>* requests, ggml_threadpool* threadpool) {
   if (requests->empty()) return Status::Ok();
+  if (config_.speculative.mode == SpeculativeMode::kMtp) {
+    return mtp_ ? mtp_->Draft(requests) : InternalError("the MTP layer has no context");
+  }
   const bool draft_model = config_.speculative.mode == SpeculativeMode::kDraft;
   if (draft_model && !draft_ctx_) {
     LLMD_RETURN_IF_ERROR(MakeDraftContext());
@@ -281,6 +315,7 @@ Status LlamaDrafter::Draft(std::vector<DraftRequest>* requests, ggml_threadpool*
 }
 
 void LlamaDrafter::Accept(int32_t sequence, int32_t accepted) {
+  if (mtp_) mtp_->Accept(sequence, accepted);
   if (spec_ == nullptr) return;
   common_speculative_accept(spec_, sequence, static_cast<uint16_t>(accepted));
 }

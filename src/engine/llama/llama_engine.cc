@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "chat/text_safety.h"
+#include "common/log.h"
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/llama/llama_chat_template.h"
@@ -185,6 +186,12 @@ class LlamaEngine final : public Engine {
     int32_t rc = llama_decode(ctx_.get(), batch);
     llama_batch_free(batch);
     if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
+    if (drafter_) {
+      // The target's step stands either way; the MTP layer's sequences in it stop drafting.
+      if (Status st = drafter_->AfterTargetDecode(items); !st.ok()) {
+        Log(LogLevel::kWarn, "mtp_decode_failed", {{"error", st.ToString()}});
+      }
+    }
     return Status::Ok();
   }
 
@@ -250,6 +257,7 @@ class LlamaEngine final : public Engine {
       return UnimplementedError("this model's memory cannot cut sequence " + std::to_string(sequence) +
                                 " at position " + std::to_string(position));
     }
+    if (drafter_) drafter_->TruncateTarget(sequence, position);
     return Status::Ok();
   }
 
@@ -260,32 +268,39 @@ class LlamaEngine final : public Engine {
     // Separate KV streams per sequence copy whole buffers only (llama-kv-cache.cpp seq_cp).
     if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
     llama_memory_seq_cp(mem, src, dst, -1, -1);
+    if (drafter_) drafter_->CopyTarget(src, dst);
     return Status::Ok();
   }
 
   Result<std::string> SaveSequenceState(int32_t sequence) override {
     LLMD_RETURN_IF_ERROR(RequireContext());
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
+    // The MTP layer's part (a fixed size, none without it) first, then the recurrent state.
+    std::string state = drafter_ ? drafter_->SaveTargetState(sequence) : std::string();
+    const size_t head = state.size();
     const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
-    std::string state(size, '\0');
-    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data()), size,
-                                                        sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+    state.resize(head + size);
+    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data() + head),
+                                                        size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
     if (written == 0 || written > size) return InternalError("could not save the state of sequence " + std::to_string(sequence));
-    state.resize(written);
+    state.resize(head + written);
     return state;
   }
 
   Status RestoreSequenceState(int32_t sequence, const std::string& state) override {
     LLMD_RETURN_IF_ERROR(RequireContext());
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
+    const size_t head = drafter_ ? drafter_->target_state_bytes() : 0;
+    if (state.size() <= head) return InternalError("a checkpoint of " + std::to_string(state.size()) + " bytes is too short");
     size_t read = 0;
     try {
-      read = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data()), state.size(),
-                                          sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
+      read = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data() + head),
+                                          state.size() - head, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
     } catch (const std::exception& e) {
       return InternalError(std::string("could not restore a checkpoint: ") + e.what());
     }
     if (read == 0) return InternalError("could not restore a checkpoint into sequence " + std::to_string(sequence));
+    if (drafter_) return drafter_->RestoreTargetState(sequence, std::string_view(state).substr(0, head));
     return Status::Ok();
   }
 
@@ -437,6 +452,8 @@ Status LlamaEngine::Load(const EngineConfig& config) {
 
   llama_model_params mp = llama_model_default_params();
   mp.load_mode = config.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  // The MTP block's weights are skipped unless they draft.
+  mp.load_mtp = Speculating(config) && config.speculative.mode == SpeculativeMode::kMtp;
   placement.Apply(&mp);
   try {
     model_.reset(llama_model_load_from_file(config.model_path.c_str(), mp));
@@ -450,6 +467,15 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   vocab_ = llama_model_get_vocab(model_.get());
 
   config_ = config;
+  if (Speculating(config)) {
+    // Before the context: the MTP layer's context is made with the target's (AttachTarget).
+    auto drafter = LlamaDrafter::Create(config, model_.get());
+    if (!drafter.has_value()) {
+      Release();
+      return drafter.error();
+    }
+    drafter_ = std::move(*drafter);
+  }
   if (Status st = CreateContext(); !st.ok()) {
     Release();
     return st;
@@ -462,13 +488,7 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   chat_template_ = std::make_unique<ChatTemplate>(model_.get());
 
   DescribeModel(file, placement, kv_type);
-  if (config.speculative.mode != SpeculativeMode::kOff && !config.embeddings) {
-    auto drafter = LlamaDrafter::Create(config, model_.get());
-    if (!drafter.has_value()) {
-      Release();
-      return drafter.error();
-    }
-    drafter_ = std::move(*drafter);
+  if (drafter_) {
     info_.speculative = drafter_->info();
     if (info_.memory.state_checkpoints && info_.memory.rollback_tokens < info_.speculative.draft_max) {
       // The scheduler never drafts past what the memory can take back.
@@ -528,6 +548,12 @@ Status LlamaEngine::CreateContext() {
     }
   }
   llama_attach_threadpool(ctx_.get(), threadpool_.get(), threadpool_.get());
+  if (drafter_) {
+    if (Status st = drafter_->AttachTarget(ctx_.get(), threadpool_.get()); !st.ok()) {
+      ctx_.reset();
+      return st;
+    }
+  }
   context_bytes_ = compute_bytes_ = 0;
   for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx_.get())) {
     context_bytes_ += mb.context;

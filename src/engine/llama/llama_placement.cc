@@ -99,7 +99,8 @@ Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const form
   // "auto" may turn flash attention off on a backend without it: plan for the scores then.
   request.model = ModelFootprint::FromGguf(gguf, static_cast<uint32_t>(config.context_tokens),
                                            static_cast<uint32_t>(config.sequences), kv_bytes_per_value, ubatch,
-                                           LlamaOutputsPerStep(config), config.flash_attention == "on");
+                                           LlamaOutputsPerStep(config), config.flash_attention == "on",
+                                           LlamaSpeculation(config, gguf));
   LLMD_ASSIGN_OR_RETURN(out.plan, PlanPlacement(request));
 
   // llama.cpp keeps only the main device with split mode none: hand it just that one.

@@ -44,6 +44,17 @@ inline uint32_t LlamaOutputsPerStep(const EngineConfig& config) {
   return static_cast<uint32_t>(std::max<int64_t>(config.sequences, std::min<int64_t>(wanted, config.batch_tokens)));
 }
 
+// What speculative decoding adds to the target's memory, as LlamaEngine sets it up: on a
+// recurrent or hybrid model one state snapshot per draft token (n_rs_seq), and with kMtp the
+// MTP blocks' weights and cache.
+inline SpeculationFootprint LlamaSpeculation(const EngineConfig& config, const format::GgufSummary& gguf) {
+  SpeculationFootprint s;
+  if (!Speculating(config)) return s;
+  if (gguf.ssm_state_size > 0) s.state_snapshots = static_cast<uint32_t>(config.speculative.draft_max);
+  s.mtp = config.speculative.mode == SpeculativeMode::kMtp;
+  return s;
+}
+
 Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const format::GgufSummary& gguf,
                                           ggml_type kv_type);
 

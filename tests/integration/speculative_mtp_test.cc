@@ -1,0 +1,194 @@
+// speculative = mtp on the real engine, below the scheduler: the drafts of llmd's MTP driver
+// are llama.cpp's own (common_speculative's draft-mtp on the same file and prompt), and the
+// hidden state the MTP layer needs follows a sequence through a checkpoint restored into
+// another sequence, as the scheduler's prefix reuse does it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "engine/llama/llama_engine.h"
+#include "llama-cpp.h"
+#include "llama.h"
+#include "speculative.h"
+#include "tests/support/test_models.h"
+
+namespace llmd::testing {
+namespace {
+
+constexpr int32_t kDraftMax = 6;
+constexpr int32_t kContext = 512;
+
+// A prompt of n tokens, the same on both sides.
+std::vector<engine::TokenId> Prompt(engine::Engine& e, int32_t n) {
+  auto t = e.Tokenize("The quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun, "
+                      "and the birds sing their morning songs in the tall green trees by the river.",
+                      false, false);
+  EXPECT_TRUE(t.has_value());
+  std::vector<engine::TokenId> out = *t;
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+Result<std::unique_ptr<engine::Engine>> LoadMtp(int32_t sequences) {
+  auto e = engine::NewLlamaEngine();
+  engine::EngineConfig c;
+  c.model_path = Qwen35TinyMtpPath();
+  c.context_tokens = kContext;
+  c.sequences = sequences;
+  c.threads = 2;
+  c.speculative.mode = engine::SpeculativeMode::kMtp;
+  c.speculative.draft_max = kDraftMax;
+  LLMD_RETURN_IF_ERROR(e->Load(c));
+  return e;
+}
+
+// Decodes tokens [from, to) of `prompt` into `sequence`, logits at the last.
+Status Prefill(engine::Engine& e, int32_t sequence, const std::vector<engine::TokenId>& prompt, size_t from,
+               size_t to) {
+  std::vector<engine::DecodeItem> items;
+  for (size_t i = from; i < to; ++i) {
+    items.push_back({sequence, static_cast<int32_t>(i), prompt[i], i + 1 == to});
+  }
+  return e.DecodeBatch(items);
+}
+
+// The greedy token at batch item `output` of the last decode, then the MTP layer's draft
+// after it.
+std::vector<engine::TokenId> DraftAfter(engine::Engine& e, int32_t sequence, const std::vector<engine::TokenId>& held,
+                                        int32_t output, engine::TokenId* last) {
+  auto sampler = e.NewSampler(engine::SamplingParams::Greedy(), held);
+  EXPECT_TRUE(sampler.has_value());
+  *last = (*sampler)->Sample(output);
+  std::vector<engine::DraftRequest> r{{.sequence = sequence, .history = held, .last = *last, .max_tokens = kDraftMax}};
+  EXPECT_TRUE(e.Draft(&r).ok());
+  return r[0].draft;
+}
+
+// llama.cpp's draft-mtp on the same file: the target and MTP contexts made as llmd makes them
+// (one sequence of kContext tokens, separate streams), the prompt decoded in one batch.
+std::vector<llama_token> LlamaCppDraft(const std::vector<llama_token>& prompt, llama_token* last) {
+  llama_model_params mp = llama_model_default_params();
+  mp.load_mtp = true;
+  llama_model_ptr model(llama_model_load_from_file(Qwen35TinyMtpPath().c_str(), mp));
+  if (!model) return {};
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = kContext;
+  cp.kv_unified = false;
+  cp.n_batch = 512;
+  cp.n_ubatch = 512;
+  cp.n_seq_max = 1;
+  cp.n_outputs_max = 1 + kDraftMax;
+  cp.n_rs_seq = kDraftMax;
+  cp.n_threads = cp.n_threads_batch = 2;
+  llama_context_ptr target(llama_init_from_model(model.get(), cp));
+  llama_context_params dp = cp;
+  dp.n_outputs_max = 1;
+  dp.n_rs_seq = 0;
+  dp.ctx_type = LLAMA_CONTEXT_TYPE_MTP;
+  dp.ctx_other = target.get();
+  llama_context_ptr mtp(llama_init_from_model(model.get(), dp));
+  if (!target || !mtp) return {};
+  common_params_speculative sp;
+  sp.types = {COMMON_SPECULATIVE_TYPE_DRAFT_MTP};
+  sp.draft.n_max = kDraftMax;
+  sp.draft.n_min = 0;
+  sp.draft.p_min = 0.0f;
+  sp.draft.ctx_tgt = target.get();
+  sp.draft.ctx_dft = mtp.get();
+  common_speculative_ptr spec(common_speculative_init(sp, 1));
+  llama_batch batch = llama_batch_init(static_cast<int32_t>(prompt.size()), 0, 1);
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    common_batch_add(batch, prompt[i], static_cast<llama_pos>(i), {0}, i + 1 == prompt.size());
+  }
+  std::vector<llama_token> result;
+  if (llama_decode(target.get(), batch) == 0 && common_speculative_process(spec.get(), batch)) {
+    const float* logits = llama_get_logits_ith(target.get(), -1);
+    const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model.get()));
+    *last = static_cast<llama_token>(std::max_element(logits, logits + n_vocab) - logits);
+    llama_tokens history(prompt.begin(), prompt.end());
+    common_speculative_get_draft_params(spec.get(), 0) = {true, kDraftMax, static_cast<llama_pos>(prompt.size()), *last,
+                                                          &history, &result};
+    common_speculative_draft(spec.get());
+  }
+  llama_batch_free(batch);
+  return result;
+}
+
+TEST(SpeculativeMtp, DraftsAreLlamaCppsOwn) {
+  auto e = LoadMtp(1);
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  EXPECT_EQ((*e)->model_info().speculative.mode, engine::SpeculativeMode::kMtp);
+  EXPECT_EQ((*e)->model_info().speculative.draft_max, kDraftMax);
+  const auto prompt = Prompt(**e, 24);
+  ASSERT_TRUE(Prefill(**e, 0, prompt, 0, prompt.size()).ok());
+  engine::TokenId last = -1, reference_last = -2;
+  const auto draft = DraftAfter(**e, 0, prompt, static_cast<int32_t>(prompt.size()) - 1, &last);
+  const auto reference = LlamaCppDraft(prompt, &reference_last);
+  EXPECT_EQ(last, reference_last);
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kDraftMax));  // p_min 0: always a whole draft
+  EXPECT_EQ(draft, std::vector<engine::TokenId>(reference.begin(), reference.end()));
+}
+
+// Sequence 0 prefills a prompt in two pieces and saves a checkpoint between them; sequence 1
+// gets sequence 0's memory, the checkpoint and a cut back to it (prefix reuse on a hybrid
+// model), then prefills the rest itself. Both then hold the same tokens and must draft alike:
+// the MTP layer's first entry after the cut pairs with the hidden state the checkpoint kept.
+TEST(SpeculativeMtp, ARestoredCheckpointDraftsAsTheSequenceItCameFrom) {
+  auto e = LoadMtp(2);
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  engine::Engine& engine = **e;
+  ASSERT_TRUE(engine.model_info().memory.state_checkpoints);
+  const auto prompt = Prompt(engine, 24);
+  constexpr size_t kCut = 10;
+  ASSERT_TRUE(Prefill(engine, 0, prompt, 0, kCut).ok());
+  auto checkpoint = engine.SaveSequenceState(0);
+  ASSERT_TRUE(checkpoint.has_value()) << checkpoint.error().ToString();
+  ASSERT_TRUE(Prefill(engine, 0, prompt, kCut, prompt.size()).ok());
+  engine::TokenId last0 = -1, last1 = -2;
+  const auto last_item = static_cast<int32_t>(prompt.size() - kCut) - 1;
+  const auto draft0 = DraftAfter(engine, 0, prompt, last_item, &last0);
+
+  ASSERT_TRUE(engine.CopySequence(0, 1).ok());
+  ASSERT_TRUE(engine.RestoreSequenceState(1, *checkpoint).ok());
+  ASSERT_TRUE(engine.TruncateSequence(1, kCut).ok());
+  ASSERT_TRUE(Prefill(engine, 1, prompt, kCut, prompt.size()).ok());
+  const auto draft1 = DraftAfter(engine, 1, prompt, last_item, &last1);
+  EXPECT_EQ(last1, last0);
+  EXPECT_EQ(draft1.size(), static_cast<size_t>(kDraftMax));
+  EXPECT_EQ(draft1, draft0);
+}
+
+// A rejected block is taken back: the next draft starts from the hidden state of the last
+// token kept, as it would had the rejected tokens never been decoded.
+TEST(SpeculativeMtp, ARolledBackBlockDraftsAsIfItHadNotBeenDecoded) {
+  auto e = LoadMtp(2);
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  engine::Engine& engine = **e;
+  auto prompt = Prompt(engine, 20);
+  // Sequence 0: the prompt and then four more tokens as one verified block, of which the
+  // first two are kept. Sequence 1: the prompt and those two alone.
+  const std::vector<engine::TokenId> block = {prompt[3], prompt[4], prompt[5], prompt[6]};
+  ASSERT_TRUE(Prefill(engine, 0, prompt, 0, prompt.size()).ok());
+  std::vector<engine::DecodeItem> items;
+  for (size_t i = 0; i < block.size(); ++i) {
+    items.push_back({0, static_cast<int32_t>(prompt.size() + i), block[i], true});
+  }
+  ASSERT_TRUE(engine.DecodeBatch(items).ok());
+  engine.AcceptDraft(0, 1);  // the block's first token was sampled, its second accepted
+  ASSERT_TRUE(engine.TruncateSequence(0, static_cast<int32_t>(prompt.size() + 2)).ok());
+  auto kept = prompt;
+  kept.insert(kept.end(), block.begin(), block.begin() + 2);
+  ASSERT_TRUE(Prefill(engine, 1, kept, 0, kept.size()).ok());
+  std::vector<engine::DraftRequest> r{{.sequence = 0, .history = kept, .last = 7, .max_tokens = kDraftMax},
+                                      {.sequence = 1, .history = kept, .last = 7, .max_tokens = kDraftMax}};
+  ASSERT_TRUE(engine.Draft(&r).ok());
+  EXPECT_EQ(r[0].draft.size(), static_cast<size_t>(kDraftMax));
+  EXPECT_EQ(r[0].draft, r[1].draft);
+}
+
+}  // namespace
+}  // namespace llmd::testing
