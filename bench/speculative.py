@@ -14,6 +14,9 @@ tokens / the longest request), and the acceptance each server reports:
                            what speculation costs when it does not pay
   L=1.5|2.5|4, max N       draft mode, the tiny model drafting for the 0.6B target
   real, Q4_0 draft         the 0.6B Q8_0 target, its own weights at Q4_0 drafting
+  mtp ...                  the hybrid 0.8B with its MTP layer (--mtp-target): off, its real
+                           acceptance (max 4), and L=1.5|2.5|4 with draft-max 4 and 16
+                           (llama-server --spec-type draft-mtp)
 The bandwidth cap (read GB/s / bytes read per token) is printed beside: above it, only
 speculation can go.
 
@@ -82,6 +85,18 @@ def configs(o):
             out.append((f"L={L}, max {n}", o.target,
                         ["--speculative", "draft", "--draft-model", o.draft, "--draft-max", str(n), "--benchmark", *common],
                         ["-md", o.draft, "--spec-type", "draft-simple", "--spec-draft-n-max", str(n), *common]))
+    if o.mtp_target:
+        mtp = lambda n: (["--speculative", "mtp", "--draft-max", str(n)],
+                         ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(n)])
+        out.append(("mtp: off", o.mtp_target, [], []))
+        out.append(("mtp: real acceptance, max 4", o.mtp_target, *mtp(4)))
+        for n in o.draft_max:
+            for L in o.lengths:
+                if L > n + 1:
+                    continue
+                lf, sf = mtp(n)
+                out.append((f"mtp: L={L}, max {n}", o.mtp_target, [*lf, "--benchmark", "--spec-synth-len", str(L)],
+                            [*sf, "--spec-synth-len", str(L)]))
     if o.real_target:
         out.append(("real, Q4_0 draft, off", o.real_target, [], []))
         out.append(("real, Q4_0 draft, max 4", o.real_target,
@@ -119,7 +134,10 @@ def report(o, results):
     lines = [f"Speculative decoding: {os.path.basename(o.target)} target, {os.path.basename(o.draft)} draft, "
              f"{o.threads} threads, {o.tokens} tokens a request, {o.reps} rep(s); medians",
              f"bandwidth cap (no speculation): {results['cap_tok_s']:.1f} tok/s "
-             f"({results['read_gb_per_s']:.1f} GB/s / {results['bytes_per_token'] / 2**20:.0f} MiB a token)", "",
+             f"({results['read_gb_per_s']:.1f} GB/s / {results['bytes_per_token'] / 2**20:.0f} MiB a token)"
+             + (f"; the MTP target's: {results['mtp_cap_tok_s']:.1f} tok/s "
+                f"({results['mtp_bytes_per_token'] / 2**20:.0f} MiB a token)" if "mtp_cap_tok_s" in results else ""),
+             "",
              "| row | clients | llmd tok/s | llama-server tok/s | llmd / server | llmd accepted/drafted | server accepted/drafted |",
              "|---|---|---|---|---|---|---|"]
     for name, per in results["rows"].items():
@@ -140,6 +158,7 @@ def main():
     a.add_argument("--draft", required=True)
     a.add_argument("--real-target", help="a Q8_0 target whose --real-draft is the same weights at Q4_0")
     a.add_argument("--real-draft")
+    a.add_argument("--mtp-target", help="a qwen35 model with an MTP layer (llmd-mkmodel --arch qwen35 --mtp)")
     a.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     a.add_argument("--reps", type=int, default=1)
     a.add_argument("--quick", action="store_true", help="one length, few tokens: a smoke test")
@@ -157,6 +176,10 @@ def main():
     bw = json.loads(probe.stdout)["read_gb_per_s"]
     results = {"read_gb_per_s": bw, "bytes_per_token": os.path.getsize(o.target),
                "cap_tok_s": bw * 1e9 / os.path.getsize(o.target), "rows": {}}
+    if o.mtp_target:
+        # The MTP block's weights are not read by a plain decode.
+        results["mtp_bytes_per_token"] = os.path.getsize(o.mtp_target)
+        results["mtp_cap_tok_s"] = bw * 1e9 / os.path.getsize(o.mtp_target)
     for rep in range(o.reps):
         for name, target, lf, sf in configs(o):
             results["rows"].setdefault(name, []).append(run_row(o, workdir, name, target, lf, sf, rep))
