@@ -347,17 +347,5 @@ TEST(SpeculativeHybrid, MtpKeepsPrefixReuseAndStopStrings) {
   ExpectPrefixReuseAndStopStringsWork(Qwen35TinyMtpPath(), Mtp());
 }
 
-TEST(SpeculativeHybrid, MtpHoldsAGrammar) {
-  const std::string grammar = Repeating(kUsers[1]);
-  auto off = Worker(Qwen35TinyMtpPath(), {});
-  auto on = Worker(Qwen35TinyMtpPath(), Mtp());
-  ASSERT_TRUE(off && on);
-  const auto a = RunTogether(*off, {Chat(kUsers[1], 24, grammar)})[0];
-  const auto b = RunTogether(*on, {Chat(kUsers[1], 24, grammar)})[0];
-  EXPECT_EQ(b.tokens, a.tokens);
-  EXPECT_GT(b.stats.draft_tokens, 0);
-  EXPECT_EQ(b.text.rfind("red green ", 0), 0u) << b.text;
-}
-
 }  // namespace
 }  // namespace llmd::testing
