@@ -134,10 +134,12 @@ Status LlamaMtp::AfterDecode(const std::vector<DecodeItem>& items) {
   for (const auto& [seq, run] : runs) {
     Sequence& q = sequences_[static_cast<size_t>(seq)];
     const int32_t first = items[run.first].position;
-    // The target's hidden states of this run, whatever happens to the MTP cache: a rollback
-    // finds the state after the last kept token among them.
-    q.block_start = first;
-    q.block.assign(target_hidden + run.first * row, target_hidden + (run.second + 1) * row);
+    // The target's hidden states of the run's last draft_max + 1 tokens (a verified block),
+    // whatever happens to the MTP cache: a rollback finds the state after the last kept token
+    // among them.
+    const size_t kept = std::min(run.second - run.first + 1, static_cast<size_t>(draft_max_) + 1);
+    q.block_start = items[run.second + 1 - kept].position;
+    q.block.assign(target_hidden + (run.second + 1 - kept) * row, target_hidden + (run.second + 1) * row);
     if (first == 0) {  // the sequence starts over: whatever was cached is stale
       if (q.cached != 0) llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1);
       q.cached = 0;

@@ -73,8 +73,9 @@ class LlamaMtp {
     bool in_sync = true;            // false after a failed decode: nothing more until cleared
     int32_t hidden_position = -1;   // `hidden` is the target's state after this position; -1: unknown
     std::vector<float> hidden;      // n_embd
-    int32_t block_start = -1;       // the last decode's first position for this sequence
-    std::vector<float> block;       // its hidden states, one row per position (for Accept)
+    int32_t block_start = -1;       // the first position of `block`
+    std::vector<float> block;       // the target's hidden states after the last decode's last
+                                    // positions (at most draft_max + 1), one row each
   };
 
   LlamaMtp() = default;
