@@ -1,7 +1,8 @@
 // speculative = mtp on the real engine, below the scheduler: the drafts of llmd's MTP driver
 // are llama.cpp's own (common_speculative's draft-mtp on the same file and prompt), and the
-// hidden state the MTP layer needs follows a sequence through a checkpoint restored into
-// another sequence, as the scheduler's prefix reuse does it.
+// hidden state the MTP layer needs follows each sequence: through a step that prefills
+// several, a rollback, and a checkpoint restored into another sequence, as the scheduler's
+// prefix reuse does it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -160,6 +161,39 @@ TEST(SpeculativeMtp, ARestoredCheckpointDraftsAsTheSequenceItCameFrom) {
   EXPECT_EQ(last1, last0);
   EXPECT_EQ(draft1.size(), static_cast<size_t>(kDraftMax));
   EXPECT_EQ(draft1, draft0);
+}
+
+// Two prompts of different lengths prefilled in one step (the scheduler's batch: each
+// sequence's tokens together) are split by llama.cpp into micro-batches that interleave the
+// sequences; each token must still pair with its own hidden state (llama.cpp patch 0002), so
+// each sequence drafts as it does when prefilled alone.
+TEST(SpeculativeMtp, PromptsPrefilledTogetherDraftAsEachAlone) {
+  auto together = LoadMtp(2);
+  auto alone = LoadMtp(2);
+  ASSERT_TRUE(together.has_value() && alone.has_value());
+  const auto long_prompt = Prompt(**together, 30);
+  auto short_prompt = Prompt(**together, 20);
+  std::reverse(short_prompt.begin(), short_prompt.end());  // another text
+  std::vector<engine::DecodeItem> items;
+  for (size_t i = 0; i < long_prompt.size(); ++i) {
+    items.push_back({0, static_cast<int32_t>(i), long_prompt[i], i + 1 == long_prompt.size()});
+  }
+  for (size_t i = 0; i < short_prompt.size(); ++i) {
+    items.push_back({1, static_cast<int32_t>(i), short_prompt[i], i + 1 == short_prompt.size()});
+  }
+  ASSERT_TRUE((*together)->DecodeBatch(items).ok());
+  ASSERT_TRUE(Prefill(**alone, 0, long_prompt, 0, long_prompt.size()).ok());
+  ASSERT_TRUE(Prefill(**alone, 1, short_prompt, 0, short_prompt.size()).ok());
+  const engine::TokenId last = 11;  // the same pending token for all four drafts
+  for (int32_t seq : {0, 1}) {
+    const auto& held = seq == 0 ? long_prompt : short_prompt;
+    std::vector<engine::DraftRequest> a{{.sequence = seq, .history = held, .last = last, .max_tokens = kDraftMax}};
+    std::vector<engine::DraftRequest> b = a;
+    ASSERT_TRUE((*together)->Draft(&a).ok());
+    ASSERT_TRUE((*alone)->Draft(&b).ok());
+    EXPECT_EQ(a[0].draft.size(), static_cast<size_t>(kDraftMax));
+    EXPECT_EQ(a[0].draft, b[0].draft) << "sequence " << seq;
+  }
 }
 
 // A rejected block is taken back: the next draft starts from the hidden state of the last

@@ -281,6 +281,19 @@ TEST(SpeculativeLoad, AMissingDraftModelIsAClearError) {
   EXPECT_NE(e.error().message().find("/nonexistent/draft.gguf"), std::string::npos) << e.error().ToString();
 }
 
+TEST(SpeculativeLoad, ABatchTooSmallForADraftIsRefusedOnRecurrentMemory) {
+  auto e = engine::NewLlamaEngine();
+  engine::EngineConfig c;
+  c.model_path = Qwen35TinyPath();
+  c.batch_tokens = 4;
+  c.speculative = Ngram();  // draft_max 4: llama.cpp needs micro-batches of more than 5 tokens
+  const Status st = e->Load(c);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("batch_tokens = 4 is too small for draft_max = 4"), std::string::npos) << st.ToString();
+  c.batch_tokens = 6;
+  EXPECT_TRUE(e->Load(c).ok());
+}
+
 TEST(SpeculativeLoad, MtpOnAModelWithoutAnMtpLayerIsRefused) {
   SpeculativeConfig mtp;
   mtp.mode = SpeculativeMode::kMtp;

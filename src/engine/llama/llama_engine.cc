@@ -443,6 +443,16 @@ Status LlamaEngine::Load(const EngineConfig& config) {
   vocab_ = llama_model_get_vocab(model_.get());
 
   config_ = config;
+  const bool recurrent = llama_model_is_recurrent(model_.get()) || llama_model_is_hybrid(model_.get());
+  if (Speculating(config) && recurrent && std::min(config.batch_tokens, 512) <= config.speculative.draft_max + 1) {
+    // A micro-batch must hold a draft and the token before it together (llama.cpp keeps the
+    // last draft_max + 1 tokens of a sequence in one, for their state snapshots; it aborts
+    // on less).
+    Release();
+    return InvalidArgumentError("batch_tokens = " + std::to_string(config.batch_tokens) +
+                                " is too small for draft_max = " + std::to_string(config.speculative.draft_max) +
+                                " on a model with recurrent memory: it must be more than draft_max + 1");
+  }
   if (Speculating(config)) {
     // Before the context: the MTP layer's context is made with the target's (AttachTarget).
     auto drafter = LlamaDrafter::Create(config, model_.get());

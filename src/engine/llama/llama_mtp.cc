@@ -151,7 +151,7 @@ Status LlamaMtp::AfterDecode(const std::vector<DecodeItem>& items) {
       for (size_t k = run.first; k <= run.second; ++k) {
         const int32_t pos = items[k].position;
         const float* h = k > run.first ? target_hidden + (k - 1) * row
-                                       : (q.hidden_position == pos - 1 ? q.hidden.data() : nullptr);
+                                       : (pos > 0 && q.hidden_position == pos - 1 ? q.hidden.data() : nullptr);
         AddToBatch(items[k].token, pos, seq, h, false);
       }
       decoded.push_back(seq);
@@ -232,7 +232,8 @@ void LlamaMtp::Truncate(int32_t sequence, int32_t position) {
   Sequence& q = sequences_[static_cast<size_t>(sequence)];
   llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1);
   if (position == 0) {
-    q = Sequence{.hidden = std::move(q.hidden)};  // hidden_position -1: its values mean nothing
+    q = Sequence{.hidden = std::move(q.hidden)};
+    std::fill(q.hidden.begin(), q.hidden.end(), 0.0f);  // what position 0 pairs with, as in llama.cpp
     return;
   }
   q.cached = std::min(q.cached, position);
