@@ -22,7 +22,7 @@ speculation can go.
 
 Run through scripts/bench --speculative, which builds and writes the models first.
 """
-import argparse, json, os, shutil, subprocess, sys, threading, time
+import argparse, json, os, re, shutil, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from suite import Contenders, med, progress, text_of, write_results, ROOT  # noqa: E402
@@ -162,6 +162,7 @@ def main():
     a.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     a.add_argument("--reps", type=int, default=1)
     a.add_argument("--quick", action="store_true", help="one length, few tokens: a smoke test")
+    a.add_argument("--rows", help="run only the rows whose name matches this regular expression (e.g. '^mtp')")
     a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-speculative"))
     o = a.parse_args()
     b = o.build
@@ -182,6 +183,8 @@ def main():
         results["mtp_cap_tok_s"] = bw * 1e9 / os.path.getsize(o.mtp_target)
     for rep in range(o.reps):
         for name, target, lf, sf in configs(o):
+            if o.rows and not re.search(o.rows, name):
+                continue
             results["rows"].setdefault(name, []).append(run_row(o, workdir, name, target, lf, sf, rep))
     write_results(o.out, "speculative", results, report(o, results))
     progress(f"wrote {o.out}/speculative.json and speculative.txt")
