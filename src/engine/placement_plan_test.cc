@@ -64,22 +64,29 @@ TEST(PlacementPlan, FootprintFollowsTheShape) {
   EXPECT_NEAR(static_cast<double>(m.input_bytes) / kMiB, 83.5, 0.5);
 }
 
-// A Qwen3.5-0.8B-shaped hybrid: only every fourth layer holds attention KV; the other 18 hold
-// a recurrent state per sequence whose size does not depend on the context.
-TEST(PlacementPlan, HybridLayersHoldARecurrentStateNotAKvCache) {
+// A Qwen3.5-0.8B-shaped hybrid of 24 layers, 10 MiB each, and `mtp_blocks` MTP blocks after them.
+format::GgufSummary Qwen35Summary(uint32_t mtp_blocks = 0) {
   format::GgufSummary g;
-  g.block_count = 24;
+  g.block_count = 24 + mtp_blocks;
+  g.nextn_layers = mtp_blocks;
   g.embedding_length = 1024;
   g.head_count = 8;
   g.head_count_kv = 2;
   g.key_length = g.value_length = 256;
   g.vocab_size = kVocab;
-  g.layer_bytes.assign(24, 10 * kMiB);
+  g.layer_bytes.assign(g.block_count, 10 * kMiB);
   g.full_attention_interval = 4;
   g.ssm_conv_kernel = 4;
   g.ssm_inner_size = 2048;
   g.ssm_state_size = 128;
   g.ssm_group_count = 16;
+  return g;
+}
+
+// Only every fourth layer of the hybrid holds attention KV; the other 18 hold a recurrent
+// state per sequence whose size does not depend on the context.
+TEST(PlacementPlan, HybridLayersHoldARecurrentStateNotAKvCache) {
+  const format::GgufSummary g = Qwen35Summary();
   const ModelFootprint m = ModelFootprint::FromGguf(g, 2048, 4, 2.0, 512, 4, true);
   ASSERT_EQ(m.layer_memory_bytes.size(), 24u);
   const uint64_t kv = 4ull * 2048 * 2 * (256 + 256) * 2;            // cells x KV heads x (K + V) x f16
@@ -97,20 +104,7 @@ TEST(PlacementPlan, HybridLayersHoldARecurrentStateNotAKvCache) {
 // cache of its own) only when it drafts, and speculation on recurrent memory keeps a state
 // snapshot per draft token.
 TEST(PlacementPlan, SpeculationCountsTheMtpBlockAndTheStateSnapshots) {
-  format::GgufSummary g;
-  g.block_count = 25;
-  g.nextn_layers = 1;
-  g.embedding_length = 1024;
-  g.head_count = 8;
-  g.head_count_kv = 2;
-  g.key_length = g.value_length = 256;
-  g.vocab_size = kVocab;
-  g.layer_bytes.assign(25, 10 * kMiB);
-  g.full_attention_interval = 4;
-  g.ssm_conv_kernel = 4;
-  g.ssm_inner_size = 2048;
-  g.ssm_state_size = 128;
-  g.ssm_group_count = 16;
+  const format::GgufSummary g = Qwen35Summary(/*mtp_blocks=*/1);
   const uint64_t kv = 4ull * 2048 * 2 * (256 + 256) * 2;
   const uint64_t state = (3ull * (2048 + 2 * 16 * 128) + 128ull * 2048) * 4 * 4;
   const ModelFootprint off = ModelFootprint::FromGguf(g, 2048, 4, 2.0, 512, 4, true);
