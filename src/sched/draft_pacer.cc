@@ -8,7 +8,7 @@ void DraftPacer::OnVerified(int32_t drafted, int32_t accepted) {
   if (drafted <= 0) return;
   drafted_ += drafted;
   accepted_ += accepted;
-  if (!probing_ && drafted_ < kJudgeAfter && accepted_ > 0) return;
+  if (!probing_ && drafted_ < kJudgeAfter) return;
   const bool pays = accepted_ >= kMinAcceptance * drafted_;
   drafted_ = accepted_ = 0;
   if (pays) {

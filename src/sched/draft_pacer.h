@@ -4,10 +4,11 @@
 // lookup), that price buys nothing. The pacer watches the acceptance of the last drafts and,
 // when it is too low, stops drafting for a while; then it probes with a short draft. Each
 // probe that fails doubles the pause, up to kMaxPause generated tokens, and one that pays
-// resumes drafting. A first draft with nothing accepted is judged at once, so a drafter that
-// never guesses right (a draft model unrelated to the target) costs one draft and the probes:
-// on a 2-core CPU, where a step verifying 4 tokens costs about 2.7 plain steps, about 3 % of a
-// 128-token reply and less of a longer one (docs/benchmarks.md).
+// resumes drafting. A judgement waits for kJudgeAfter draft tokens (two drafts of 4), so one
+// unlucky draft of a good drafter does not stop it (at an acceptance of 75 % a token, a quarter
+// of first drafts keep nothing); a drafter that never guesses right (a draft model unrelated to
+// the target) costs those two drafts and the probes, a few percent of a 128-token reply on a
+// 2-core CPU and less of a longer one (docs/benchmarks.md).
 //
 // Thread-safety: none (one per slot, engine thread).
 #ifndef LLMD_SCHED_DRAFT_PACER_H_
@@ -22,8 +23,8 @@ class DraftPacer {
  public:
   // Below this share of accepted draft tokens drafting is judged not to pay.
   static constexpr double kMinAcceptance = 0.25;
-  // Draft tokens seen before a judgement (unless none was accepted at all), so one unlucky
-  // draft does not stop a drafter that usually pays.
+  // Draft tokens seen before a judgement, so one unlucky draft does not stop a drafter that
+  // usually pays. A probe is judged at once.
   static constexpr int32_t kJudgeAfter = 8;
   static constexpr int32_t kFirstPause = 32, kMaxPause = 1024;  // generated tokens
   static constexpr int32_t kProbeTokens = 2;  // a probe's draft: cheap to verify

@@ -243,9 +243,9 @@ TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->tokens, plain);
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
-  // One block of 4 with nothing accepted is judged at once; then probes of 2 tokens after
-  // pauses of 32 and 64 tokens (the next pause, 128, outlasts the reply).
-  EXPECT_EQ(done->stats.draft_tokens, 8);
+  // Two blocks of 4 with nothing accepted are judged; then probes of 2 tokens after pauses of
+  // 32 and 64 tokens (the next pause, 128, outlasts the reply).
+  EXPECT_EQ(done->stats.draft_tokens, 12);
 }
 
 TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
@@ -285,10 +285,12 @@ TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
   EXPECT_EQ(pacer.pause(), DraftPacer::kFirstPause);
 }
 
-TEST(DraftPacer, AFirstDraftWithNothingAcceptedIsJudgedAtOnce) {
+TEST(DraftPacer, OneDraftWithNothingAcceptedIsNotJudgedAlone) {
   DraftPacer pacer;
   pacer.OnVerified(4, 0);
-  EXPECT_FALSE(pacer.ShouldDraft());
+  EXPECT_TRUE(pacer.ShouldDraft());  // a good drafter's unlucky draft
+  pacer.OnVerified(4, 0);
+  EXPECT_FALSE(pacer.ShouldDraft());  // two: the drafter does not pay
 }
 
 TEST(DraftPacer, ThePauseStopsGrowingAtItsCap) {
