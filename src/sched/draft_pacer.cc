@@ -8,9 +8,14 @@ void DraftPacer::OnVerified(int32_t drafted, int32_t accepted) {
   if (drafted <= 0) return;
   drafted_ += drafted;
   accepted_ += accepted;
-  if (!probing_ && drafted_ < kJudgeAfter) return;
+  const bool fruitless_twice = doubting_ && accepted_ == 0;
+  if (!probing_ && !fruitless_twice && drafted_ < kJudgeAfter) {
+    doubting_ = accepted == 0;
+    return;
+  }
   const bool pays = accepted_ >= kMinAcceptance * drafted_;
   drafted_ = accepted_ = 0;
+  doubting_ = false;
   if (pays) {
     probing_ = false;
     pause_ = kFirstPause;

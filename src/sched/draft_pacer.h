@@ -4,11 +4,12 @@
 // lookup), that price buys nothing. The pacer watches the acceptance of the last drafts and,
 // when it is too low, stops drafting for a while; then it probes with a short draft. Each
 // probe that fails doubles the pause, up to kMaxPause generated tokens, and one that pays
-// resumes drafting. A judgement waits for kJudgeAfter draft tokens (two drafts of 4), so one
-// unlucky draft of a good drafter does not stop it (at an acceptance of 75 % a token, a quarter
-// of first drafts keep nothing); a drafter that never guesses right (a draft model unrelated to
-// the target) costs those two drafts and the probes, a few percent of a 128-token reply on a
-// 2-core CPU and less of a longer one (docs/benchmarks.md).
+// resumes drafting. One draft that keeps nothing is not judged alone (at an acceptance of
+// 75 % a token, a quarter of drafts keep nothing): the next draft is a short one, and only
+// when that keeps nothing too is drafting judged not to pay; otherwise a judgement waits for
+// kJudgeAfter draft tokens. So a drafter that never guesses right (a draft model unrelated to
+// the target) costs a draft, a short one and the probes: a few percent of a 128-token reply
+// on a 2-core CPU, less of a longer one (docs/benchmarks.md).
 //
 // Thread-safety: none (one per slot, engine thread).
 #ifndef LLMD_SCHED_DRAFT_PACER_H_
@@ -23,15 +24,17 @@ class DraftPacer {
  public:
   // Below this share of accepted draft tokens drafting is judged not to pay.
   static constexpr double kMinAcceptance = 0.25;
-  // Draft tokens seen before a judgement, so one unlucky draft does not stop a drafter that
-  // usually pays. A probe is judged at once.
+  // Draft tokens seen before a judgement. A probe, and a short draft after one that kept
+  // nothing, are judged at once when they keep nothing too.
   static constexpr int32_t kJudgeAfter = 8;
   static constexpr int32_t kFirstPause = 32, kMaxPause = 1024;  // generated tokens
-  static constexpr int32_t kProbeTokens = 2;  // a probe's draft: cheap to verify
+  static constexpr int32_t kProbeTokens = 2;  // a probe's (or a doubted) draft: cheap to verify
 
   bool ShouldDraft() const { return pause_left_ == 0; }
   // The longest draft worth verifying now.
-  int32_t max_tokens() const { return probing_ ? kProbeTokens : std::numeric_limits<int32_t>::max(); }
+  int32_t max_tokens() const {
+    return probing_ || doubting_ ? kProbeTokens : std::numeric_limits<int32_t>::max();
+  }
   // A token generated without a draft (while paused, or with nothing to draft).
   void OnTokenWithoutDraft() {
     if (pause_left_ > 0) --pause_left_;
@@ -44,6 +47,7 @@ class DraftPacer {
  private:
   int32_t drafted_ = 0, accepted_ = 0;  // since the last judgement
   bool probing_ = false;                // the last pause ended: the next draft decides
+  bool doubting_ = false;               // the last draft kept nothing: the next is short
   int32_t pause_ = kFirstPause;
   int32_t pause_left_ = 0;
 };

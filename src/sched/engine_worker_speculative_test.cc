@@ -243,9 +243,9 @@ TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->tokens, plain);
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
-  // Two blocks of 4 with nothing accepted are judged; then probes of 2 tokens after pauses of
-  // 32 and 64 tokens (the next pause, 128, outlasts the reply).
-  EXPECT_EQ(done->stats.draft_tokens, 12);
+  // A block of 4 and a short one of 2 with nothing accepted are judged; then probes of 2
+  // tokens after pauses of 32 and 64 tokens (the next pause, 128, outlasts the reply).
+  EXPECT_EQ(done->stats.draft_tokens, 10);
 }
 
 TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
@@ -285,12 +285,21 @@ TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
   EXPECT_EQ(pacer.pause(), DraftPacer::kFirstPause);
 }
 
-TEST(DraftPacer, OneDraftWithNothingAcceptedIsNotJudgedAlone) {
+TEST(DraftPacer, ADraftThatKeptNothingIsFollowedByAShortOneThatDecides) {
   DraftPacer pacer;
   pacer.OnVerified(4, 0);
-  EXPECT_TRUE(pacer.ShouldDraft());  // a good drafter's unlucky draft
-  pacer.OnVerified(4, 0);
-  EXPECT_FALSE(pacer.ShouldDraft());  // two: the drafter does not pay
+  EXPECT_TRUE(pacer.ShouldDraft());  // maybe a good drafter's unlucky draft
+  EXPECT_EQ(pacer.max_tokens(), DraftPacer::kProbeTokens);
+  pacer.OnVerified(2, 0);
+  EXPECT_FALSE(pacer.ShouldDraft());  // twice nothing: the drafter does not pay
+
+  DraftPacer lucky;
+  lucky.OnVerified(4, 0);
+  lucky.OnVerified(2, 1);  // the short draft keeps a token: full drafts again, judged later
+  EXPECT_TRUE(lucky.ShouldDraft());
+  EXPECT_GT(lucky.max_tokens(), DraftPacer::kProbeTokens);
+  lucky.OnVerified(4, 3);  // 4 of 10
+  EXPECT_TRUE(lucky.ShouldDraft());
 }
 
 TEST(DraftPacer, ThePauseStopsGrowingAtItsCap) {
