@@ -243,9 +243,9 @@ TEST(Speculative, DraftingPausesWhenTheTargetKeepsRejectingIt) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->tokens, plain);
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
-  // A block of 4 and a short one of 2 with nothing accepted are judged; then probes of 2
-  // tokens after pauses of 32 and 64 tokens (the next pause, 128, outlasts the reply).
-  EXPECT_EQ(done->stats.draft_tokens, 10);
+  // A draft of 4 and two short ones of 1 that keep nothing stop drafting; then probes of 1
+  // token after pauses of 32 and 64 tokens (the next pause, 128, outlasts the reply).
+  EXPECT_EQ(done->stats.draft_tokens, 8);
 }
 
 TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
@@ -267,44 +267,62 @@ TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
 }
 
-TEST(DraftPacer, JudgesAfterEnoughTokensAndDoublesThePauseOnFailedProbes) {
+TEST(DraftPacer, ADrafterThatKeepsNothingStopsAfterThreeDraftsAndProbesWithLongerPauses) {
   DraftPacer pacer;
-  pacer.OnVerified(4, 1);
-  EXPECT_TRUE(pacer.ShouldDraft());  // 4 tokens with one accepted are not enough to judge
-  pacer.OnVerified(4, 0);            // 1 of 8 < 25 %
+  pacer.OnVerified(4, 0);
+  EXPECT_TRUE(pacer.ShouldDraft());  // maybe a good drafter's unlucky draft
+  EXPECT_EQ(pacer.max_tokens(), DraftPacer::kProbeTokens);  // but the next one is short
+  pacer.OnVerified(1, 0);
+  EXPECT_TRUE(pacer.ShouldDraft());
+  pacer.OnVerified(1, 0);  // three drafts, nothing kept: it does not pay
   EXPECT_FALSE(pacer.ShouldDraft());
   for (int i = 0; i < DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
   EXPECT_TRUE(pacer.ShouldDraft());
   EXPECT_EQ(pacer.max_tokens(), DraftPacer::kProbeTokens);  // a short probe
-  pacer.OnVerified(2, 0);  // the probe fails: twice as long
+  pacer.OnVerified(1, 0);  // the probe fails: twice as long
   EXPECT_EQ(pacer.pause(), 2 * DraftPacer::kFirstPause);
   for (int i = 0; i < 2 * DraftPacer::kFirstPause; ++i) pacer.OnTokenWithoutDraft();
-  pacer.OnVerified(2, 1);  // the probe pays: drafting resumes at full length, the pause resets
+  pacer.OnVerified(1, 1);  // the probe pays: drafting resumes at full length, the pause resets
   EXPECT_TRUE(pacer.ShouldDraft());
   EXPECT_GT(pacer.max_tokens(), DraftPacer::kProbeTokens);
   EXPECT_EQ(pacer.pause(), DraftPacer::kFirstPause);
 }
 
-TEST(DraftPacer, ADraftThatKeptNothingIsFollowedByAShortOneThatDecides) {
-  DraftPacer pacer;
-  pacer.OnVerified(4, 0);
-  EXPECT_TRUE(pacer.ShouldDraft());  // maybe a good drafter's unlucky draft
-  EXPECT_EQ(pacer.max_tokens(), DraftPacer::kProbeTokens);
-  pacer.OnVerified(2, 0);
-  EXPECT_FALSE(pacer.ShouldDraft());  // twice nothing: the drafter does not pay
-
+TEST(DraftPacer, BurstyAcceptanceIsJudgedOverManyDraftsNotTheLastFew) {
+  // At 60 % a token, drafts that keep nothing come in runs; the share over many is what counts.
+  DraftPacer good;
+  good.OnVerified(4, 4);
+  for (int i = 0; i < 4; ++i) good.OnVerified(4, 0);  // 4 of 20: 20 %, judged...
+  EXPECT_FALSE(good.ShouldDraft());                    // ...as not paying
   DraftPacer lucky;
+  lucky.OnVerified(4, 4);
   lucky.OnVerified(4, 0);
-  lucky.OnVerified(2, 1);  // the short draft keeps a token: full drafts again, judged later
+  lucky.OnVerified(4, 0);
+  lucky.OnVerified(4, 3);  // 7 of 16
+  for (int i = 0; i < 3; ++i) lucky.OnVerified(4, 0);  // 7 of 28: still 25 %
   EXPECT_TRUE(lucky.ShouldDraft());
-  EXPECT_GT(lucky.max_tokens(), DraftPacer::kProbeTokens);
-  lucky.OnVerified(4, 3);  // 4 of 10
-  EXPECT_TRUE(lucky.ShouldDraft());
+  EXPECT_GT(lucky.max_tokens(), DraftPacer::kProbeTokens);  // it has kept tokens: full drafts
+  lucky.OnVerified(4, 0);  // 7 of 32
+  EXPECT_FALSE(lucky.ShouldDraft());
+}
+
+TEST(DraftPacer, TheShareForgetsOldDrafts) {
+  // A drafter that paid for a long time and then stops paying is caught within a few dozen
+  // draft tokens, not after as many as it once got right.
+  DraftPacer pacer;
+  for (int i = 0; i < 100; ++i) pacer.OnVerified(4, 4);
+  int drafts = 0;
+  while (pacer.ShouldDraft() && drafts < 100) {
+    pacer.OnVerified(4, 0);
+    ++drafts;
+  }
+  EXPECT_FALSE(pacer.ShouldDraft());
+  EXPECT_LE(drafts, 20);
 }
 
 TEST(DraftPacer, ThePauseStopsGrowingAtItsCap) {
   DraftPacer pacer;
-  pacer.OnVerified(8, 0);
+  for (int i = 0; i < DraftPacer::kFruitlessDrafts; ++i) pacer.OnVerified(1, 0);
   for (int probe = 0; probe < 12; ++probe) {
     while (!pacer.ShouldDraft()) pacer.OnTokenWithoutDraft();
     pacer.OnVerified(4, 0);
