@@ -13,12 +13,19 @@ class Clock {
   virtual ~Clock() = default;
   // Monotonic milliseconds.
   virtual int64_t NowMs() const = 0;
+  // Monotonic microseconds, for durations of a few milliseconds (a decode step).
+  virtual int64_t NowUs() const { return NowMs() * 1000; }
 };
 
 class RealClock final : public Clock {
  public:
   int64_t NowMs() const override {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  int64_t NowUs() const override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }

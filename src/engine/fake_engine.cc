@@ -219,6 +219,9 @@ Status FakeEngine::CheckSequence(int32_t sequence) const {
 
 Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
   if (options_.decode_cost_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.decode_cost_ms));
+  if (options_.clock != nullptr) {
+    options_.clock->Advance(options_.step_ms + options_.item_ms * static_cast<int64_t>(items.size()));
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (hold_) {
     const uint64_t epoch = release_epoch_;

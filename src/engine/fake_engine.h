@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "engine/engine.h"
 
 namespace llmd::engine {
@@ -42,6 +43,9 @@ struct FakeEngineOptions {
   int32_t context_tokens = 4096;  // per sequence
   FakeMemory memory = FakeMemory::kAttention;
   int32_t decode_cost_ms = 0;     // sleep in every DecodeBatch
+  // Simulated time: every DecodeBatch moves `clock` (when set) by step_ms + item_ms a token.
+  ManualClock* clock = nullptr;
+  int32_t step_ms = 0, item_ms = 0;
   // Failure injection: a DecodeBatch holding this token fails (-1: none), and the next
   // `fail_next_decodes` DecodeBatch calls fail. A failed call changes nothing.
   TokenId poison_token = -1;

@@ -210,6 +210,7 @@ std::vector<Job> EngineWorker::TakeAdmissions() {
   if (pending_ && !AnyBusy()) {
     engine_ = std::move(pending_);  // the old engine is released here
     placement_ = engine_->model_info().placement;
+    draft_governor_ = DraftGovernor();  // what drafts cost was the old engine's
     // One slot per sequence of the new engine: a reload may change their number.
     slots_.clear();
     for (int32_t i = 0; i < engine_->sequences(); ++i) {
@@ -479,16 +480,23 @@ bool EngineWorker::Step() {
   for (auto& s : slots_) {
     if (s->busy && s->has_pending) generating.push_back(s.get());
   }
-  DraftFor(generating, options_.batch_tokens - static_cast<int64_t>(generating.size()));
+  const int64_t start_us = clock_.NowUs();
+  const uint64_t sampled_before = sampled_tokens_;
+  const bool may_draft = engine_->model_info().speculative.draft_max > 0 && !generating.empty() &&
+                         draft_governor_.MayDraft(generating.size());
+  if (may_draft) DraftFor(generating, options_.batch_tokens - static_cast<int64_t>(generating.size()));
+  bool drafted = false;
   for (Slot* s : generating) {
     outputs.emplace_back(s, static_cast<int32_t>(batch.size()));
     const auto at = static_cast<int32_t>(s->resident.size());
     batch.push_back({s->sequence, at, s->pending, true});
+    drafted = drafted || !s->draft.empty();
     for (size_t i = 0; i < s->draft.size(); ++i) {
       batch.push_back({s->sequence, at + 1 + static_cast<int32_t>(i), s->draft[i], true});
     }
   }
   // Then prompt chunks, within the step's token budget.
+  const size_t generated_items = batch.size();
   for (auto& s : slots_) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
     if (!s->busy || s->has_pending || s->wait_source != nullptr || s->prefilled >= s->prompt.size()) continue;
@@ -502,6 +510,11 @@ bool EngineWorker::Step() {
     return true;
   }
   AfterDecode(batch, outputs);
+  // A step that also prefilled says nothing about what drafts cost.
+  if (batch.size() == generated_items && !generating.empty()) {
+    draft_governor_.OnStep(generating.size(), drafted, clock_.NowUs() - start_us,
+                           static_cast<int64_t>(sampled_tokens_ - sampled_before));
+  }
   return true;
 }
 
@@ -603,6 +616,7 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index, DraftCheck* check) {
     }
     if (check->accepted) ++st.accepted_draft_tokens;
   }
+  ++sampled_tokens_;
   const int64_t now = clock_.NowMs();
   const auto now_precise = std::chrono::steady_clock::now();
   if (st.generated_tokens == 0 && slot.first_token_ms == 0) {

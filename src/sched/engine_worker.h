@@ -45,6 +45,7 @@
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "sched/checkpoint_store.h"
+#include "sched/draft_governor.h"
 #include "sched/job.h"
 #include "sched/memory_guard.h"
 #include "sched/metrics.h"
@@ -233,6 +234,8 @@ class EngineWorker {
   int64_t idle_since_ms_ = 0;                 // guarded by mu_: when the last job ended
   int64_t release_after_ms_ = -1;             // guarded by mu_: idle time before a release
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0};
+  DraftGovernor draft_governor_;  // engine thread: whether a step's drafts pay, measured
+  uint64_t sampled_tokens_ = 0;   // engine thread: tokens sampled, for the governor's per-token times
   std::atomic<bool> model_loaded_{false};
   std::atomic<float> kv_usage_{0};
   std::atomic<uint8_t> device_index_{0};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/fake_engine.h"
+#include "sched/draft_governor.h"
 #include "sched/draft_pacer.h"
 #include "sched/engine_worker.h"
 #include "sched/worker_test_rig.h"
@@ -70,8 +71,10 @@ TEST(Speculative, DraftsThatAreRightAreAcceptedWholeAndSaveSteps) {
   EXPECT_GT(done->stats.draft_tokens, 0);
   EXPECT_EQ(done->stats.accepted_draft_tokens, done->stats.draft_tokens);
   Settle(rig);
-  // One step for the prompt, then one per block of up to 1 + 4 tokens: 40 tokens in 1 + 8.
-  EXPECT_EQ(rig.fake->batches().size(), 9u);
+  // One step for the prompt, then one per block of up to 1 + 4 tokens, except the 4th to 6th
+  // generating steps, plain ones the DraftGovernor measures: 40 tokens in 1 + 3 + 3 + 5 steps.
+  static_assert(DraftGovernor::kMinSamples == 3);
+  EXPECT_EQ(rig.fake->batches().size(), 12u);
   EXPECT_EQ(rig.fake->accepted_drafts_reported(), done->stats.accepted_draft_tokens);
   const WorkerStats stats = rig.worker->stats();
   EXPECT_EQ(stats.draft_tokens, static_cast<uint64_t>(done->stats.draft_tokens));
@@ -256,7 +259,8 @@ TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
   auto done = rig.Run(Raw("synthetic", 21));
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->stats.accepted_draft_tokens, done->stats.draft_tokens);
-  EXPECT_EQ(done->stats.draft_tokens, 16);  // 1 + 4 blocks of 1 + 4 tokens
+  // 1, 3 blocks of 1 + 4, 3 plain steps (the governor measures them), a block of 2.
+  EXPECT_EQ(done->stats.draft_tokens, 13);
   EXPECT_NE(done->tokens, Solo(Raw("synthetic", 21)));  // the text is not the model's
 
   FakeEngineOptions never = Drafting(4);  // right drafts, all refused by the draw
@@ -265,6 +269,66 @@ TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
   done = none.Run(Raw("synthetic", 21));
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
+}
+
+// Four streams whose drafts keep 1 token of 4 (enough for each pacer) on an engine whose
+// step costs `step_ms` plus `item_ms` a token, in simulated time: the drafted tokens of the
+// four jobs, and whether each generated what it does alone.
+int64_t DraftedByFourStreams(int32_t step_ms, int32_t item_ms) {
+  FakeEngineOptions costly = Drafting(4, /*draft_correct=*/1);
+  costly.step_ms = step_ms;
+  costly.item_ms = item_ms;
+  Rig rig(costly);
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  for (int i = 0; i < 4; ++i) channels.push_back(rig.Submit(Raw("stream " + std::to_string(i), 120)));
+  int64_t drafted = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto done = Await(*channels[static_cast<size_t>(i)]);
+    EXPECT_TRUE(done.has_value());
+    if (!done.has_value()) continue;
+    EXPECT_EQ(done->tokens, Solo(Raw("stream " + std::to_string(i), 120)));
+    drafted += done->stats.draft_tokens;
+  }
+  return drafted;
+}
+
+TEST(Speculative, StepsStopDraftingWhereVerifyingCostsMoreThanItSaves) {
+  // 4 streams drafting 4 each: 20 tokens a step, 2 generated a stream. With 40 ms a token,
+  // that is 101 ms a generated token against 42.5 without drafts; with 1 ms a token and 100 a
+  // step, 15 against 26.
+  const int64_t costly = DraftedByFourStreams(/*step_ms=*/10, /*item_ms=*/40);
+  const int64_t cheap = DraftedByFourStreams(/*step_ms=*/100, /*item_ms=*/1);
+  // Cheap: drafts nearly every step (4 streams x ~60 steps x 4). Costly: the first steps and
+  // the periodic tries only.
+  EXPECT_GT(cheap, 600);
+  EXPECT_LT(costly, cheap / 3);
+  EXPECT_GT(costly, 0);
+}
+
+TEST(DraftGovernor, MeasuresBothSidesThenKeepsTheFasterAndTriesTheOtherNowAndThen) {
+  DraftGovernor g;
+  for (int i = 0; i < DraftGovernor::kMinSamples; ++i) {
+    ASSERT_TRUE(g.MayDraft(4));  // drafting is measured first...
+    g.OnStep(4, /*drafted=*/true, /*us=*/8000, /*tokens=*/8);
+  }
+  for (int i = 0; i < DraftGovernor::kMinSamples; ++i) {
+    ASSERT_FALSE(g.MayDraft(4));  // ...then the plain step
+    g.OnStep(4, /*drafted=*/false, /*us=*/2000, /*tokens=*/4);
+  }
+  EXPECT_DOUBLE_EQ(g.us_per_token(4, true), 1000);
+  EXPECT_DOUBLE_EQ(g.us_per_token(4, false), 500);
+  int drafting_steps = 0;
+  constexpr int kPeriod = DraftGovernor::kTryEvery + DraftGovernor::kTrySteps;
+  for (int i = 0; i < 10 * kPeriod; ++i) drafting_steps += g.MayDraft(4) ? 1 : 0;
+  EXPECT_EQ(drafting_steps, 10 * DraftGovernor::kTrySteps);  // only the tries
+  EXPECT_TRUE(g.MayDraft(1));  // another batch size is measured on its own
+
+  // Drafting gets faster (the tries measure it): it is chosen.
+  for (int i = 0; i < 8; ++i) g.OnStep(4, /*drafted=*/true, /*us=*/1000, /*tokens=*/8);
+  EXPECT_LT(g.us_per_token(4, true), g.us_per_token(4, false));
+  int plain_steps = 0;
+  for (int i = 0; i < 10 * kPeriod; ++i) plain_steps += g.MayDraft(4) ? 0 : 1;
+  EXPECT_EQ(plain_steps, 10 * DraftGovernor::kTrySteps);
 }
 
 TEST(DraftPacer, ADrafterThatKeepsNothingStopsAfterThreeDraftsAndProbesWithLongerPauses) {

@@ -90,6 +90,7 @@ inline WorkerOptions TestOptions(int32_t batch_tokens = 512) {
 class Rig {
  public:
   explicit Rig(FakeEngineOptions engine_options = {}, WorkerOptions options = TestOptions()) {
+    if (engine_options.step_ms > 0 || engine_options.item_ms > 0) engine_options.clock = &clock;
     auto engine = std::make_unique<FakeEngine>(engine_options);
     fake = engine.get();
     options.clock = &clock;
