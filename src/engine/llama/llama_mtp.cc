@@ -115,7 +115,74 @@ void LlamaMtp::Forget(int32_t sequence) {
   llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, -1, -1);
   Sequence& q = sequences_[static_cast<size_t>(sequence)];
   q.cached = 0;
+  q.backlog.clear();
+  q.backlog_hidden.clear();
   q.in_sync = false;
+}
+
+void LlamaMtp::AddBacklog(int32_t sequence) {
+  const Sequence& q = sequences_[static_cast<size_t>(sequence)];
+  for (size_t i = 0; i < q.backlog.size(); ++i) {
+    AddToBatch(q.backlog[i].token, q.backlog[i].position, sequence,
+               q.backlog_hidden.data() + i * static_cast<size_t>(n_embd_), false);
+  }
+}
+
+void LlamaMtp::BacklogDecoded(int32_t sequence) {
+  Sequence& q = sequences_[static_cast<size_t>(sequence)];
+  q.cached = KnownEnd(q);
+  q.backlog.clear();
+  q.backlog_hidden.clear();
+}
+
+Status LlamaMtp::FlushBacklog(int32_t sequence) {
+  Sequence& q = sequences_[static_cast<size_t>(sequence)];
+  const size_t capacity = tokens_.size(), row = static_cast<size_t>(n_embd_);
+  for (size_t done = 0; done < q.backlog.size();) {
+    const size_t n = std::min(capacity, q.backlog.size() - done);
+    ClearBatch();
+    for (size_t i = done; i < done + n; ++i) {
+      AddToBatch(q.backlog[i].token, q.backlog[i].position, sequence, q.backlog_hidden.data() + i * row, false);
+    }
+    if (Status st = Decode(batch_.n_tokens); !st.ok()) {
+      ClearBatch();
+      Forget(sequence);
+      return st;
+    }
+    done += n;
+  }
+  ClearBatch();
+  BacklogDecoded(sequence);
+  return Status::Ok();
+}
+
+Status LlamaMtp::FlushBacklogs(const std::vector<int32_t>& sequences) {
+  const size_t capacity = tokens_.size();
+  std::vector<int32_t> batched;
+  Status status = Status::Ok();
+  auto decode = [&] {
+    if (batch_.n_tokens > 0) {
+      const Status st = Decode(batch_.n_tokens);
+      for (int32_t seq : batched) st.ok() ? BacklogDecoded(seq) : Forget(seq);
+      if (!st.ok()) status = st;
+    }
+    batched.clear();
+    ClearBatch();
+  };
+  ClearBatch();
+  for (int32_t seq : sequences) {
+    const Sequence& q = sequences_[static_cast<size_t>(seq)];
+    if (q.backlog.empty()) continue;
+    if (static_cast<size_t>(batch_.n_tokens) + q.backlog.size() > capacity) decode();
+    if (q.backlog.size() > capacity) {  // alone, in pieces
+      if (Status st = FlushBacklog(seq); !st.ok()) status = st;
+      continue;
+    }
+    AddBacklog(seq);
+    batched.push_back(seq);
+  }
+  decode();
+  return status;
 }
 
 Status LlamaMtp::AfterDecode(const std::vector<DecodeItem>& items) {
@@ -129,8 +196,7 @@ Status LlamaMtp::AfterDecode(const std::vector<DecodeItem>& items) {
     auto [it, fresh] = runs.try_emplace(items[k].sequence, k, k);
     if (!fresh) it->second.second = k;
   }
-  ClearBatch();
-  std::vector<int32_t> decoded;
+  Status status = Status::Ok();
   for (const auto& [seq, run] : runs) {
     Sequence& q = sequences_[static_cast<size_t>(seq)];
     const int32_t first = items[run.first].position;
@@ -143,29 +209,34 @@ Status LlamaMtp::AfterDecode(const std::vector<DecodeItem>& items) {
     if (first == 0) {  // the sequence starts over: whatever was cached is stale
       if (q.cached != 0) llama_memory_seq_rm(llama_get_memory(ctx_.get()), seq, -1, -1);
       q.cached = 0;
+      q.backlog.clear();
+      q.backlog_hidden.clear();
       q.in_sync = true;
     }
-    const bool continues = q.in_sync && q.cached == first;
+    const bool continues = q.in_sync && KnownEnd(q) == first;
     if (q.in_sync && !continues) Forget(seq);  // never expected: the caches went apart
     if (continues) {
       for (size_t k = run.first; k <= run.second; ++k) {
         const int32_t pos = items[k].position;
         const float* h = k > run.first ? target_hidden + (k - 1) * row
                                        : (pos > 0 && q.hidden_position == pos - 1 ? q.hidden.data() : nullptr);
-        AddToBatch(items[k].token, pos, seq, h, false);
+        q.backlog.push_back({items[k].token, pos});
+        if (h != nullptr) {
+          q.backlog_hidden.insert(q.backlog_hidden.end(), h, h + row);
+        } else {
+          q.backlog_hidden.resize(q.backlog_hidden.size() + row, 0.0f);  // what llama.cpp pairs position 0 with
+        }
       }
-      decoded.push_back(seq);
     }
     q.hidden.assign(target_hidden + run.second * row, target_hidden + (run.second + 1) * row);
     q.hidden_position = items[run.second].position;
+    // A sequence that has not drafted for long (a prompt, a paused job) catches up now and
+    // then, so the backlog stays small.
+    if (q.backlog.size() >= kMaxBacklog) {
+      if (Status st = FlushBacklog(seq); !st.ok()) status = st;
+    }
   }
-  if (batch_.n_tokens == 0) return Status::Ok();
-  if (Status st = Decode(batch_.n_tokens); !st.ok()) {
-    for (int32_t seq : decoded) Forget(seq);
-    return st;
-  }
-  for (int32_t seq : decoded) sequences_[static_cast<size_t>(seq)].cached = items[runs[seq].second].position + 1;
-  return Status::Ok();
+  return status;
 }
 
 Status LlamaMtp::Draft(std::vector<DraftRequest>* requests) {
@@ -173,18 +244,29 @@ Status LlamaMtp::Draft(std::vector<DraftRequest>* requests) {
     DraftRequest* request;
     int32_t output;  // its row in the batch just decoded
   };
+  auto can_draft = [&](const DraftRequest& r) {
+    const Sequence& q = sequences_[static_cast<size_t>(r.sequence)];
+    const auto n = static_cast<int32_t>(r.history.size());
+    return q.in_sync && KnownEnd(q) == n && q.hidden_position == n - 1 && n > 0 && r.max_tokens > 0;
+  };
+  // The backlogs first, in one decode where they fit. Not in the guesses' batch: in a batch
+  // that mixes outputs with other tokens the guesses' nextn rows came out wrong (the
+  // SpeculativeMtp tests caught it), so the guesses keep a batch of outputs only.
+  std::vector<int32_t> catching_up;
+  for (DraftRequest& r : *requests) {
+    r.draft.clear();
+    if (can_draft(r)) catching_up.push_back(r.sequence);
+  }
+  Status status = FlushBacklogs(catching_up);
   std::vector<Drafting> drafting;
   ClearBatch();
   for (DraftRequest& r : *requests) {
-    r.draft.clear();
-    const Sequence& q = sequences_[static_cast<size_t>(r.sequence)];
-    const auto n = static_cast<int32_t>(r.history.size());
-    if (!q.in_sync || q.cached != n || q.hidden_position != n - 1 || n == 0 || r.max_tokens <= 0) continue;
+    if (!can_draft(r)) continue;
     common_sampler_reset(samplers_[static_cast<size_t>(r.sequence)]);
     drafting.push_back({&r, batch_.n_tokens});
-    AddToBatch(r.last, n, r.sequence, q.hidden.data(), true);
+    AddToBatch(r.last, static_cast<int32_t>(r.history.size()), r.sequence,
+               sequences_[static_cast<size_t>(r.sequence)].hidden.data(), true);
   }
-  Status status = Status::Ok();
   while (!drafting.empty()) {
     if (status = Decode(batch_.n_tokens); !status.ok()) break;
     // The next step's batch: each guess with the block's own hidden state after it (read from
@@ -237,6 +319,8 @@ void LlamaMtp::Truncate(int32_t sequence, int32_t position) {
     return;
   }
   q.cached = std::min(q.cached, position);
+  while (!q.backlog.empty() && q.backlog.back().position >= position) q.backlog.pop_back();
+  q.backlog_hidden.resize(q.backlog.size() * static_cast<size_t>(n_embd_));
   if (q.hidden_position == position - 1) return;
   const int32_t i = position - 1 - q.block_start;
   const auto rows = static_cast<int32_t>(q.block.size() / static_cast<size_t>(n_embd_));

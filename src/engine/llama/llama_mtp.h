@@ -3,9 +3,13 @@
 //
 // The MTP block has its own small KV cache (one layer) in a second context over the target's
 // weights. Each of its cache entries pairs a token with the target's hidden state of the token
-// before it, so after every target decode the same tokens are decoded here too (AfterDecode).
-// A draft then runs the block alone: the last sampled token with the last hidden state gives
-// a guess and a new hidden state, which gives the next guess, and so on.
+// before it, so every token the target decodes must be decoded here too. AfterDecode keeps the
+// pairs in a per-sequence backlog, and the next draft decodes the backlogs of the sequences it
+// drafts for, together, before their guesses: a sequence that is not drafting (its job paused
+// drafting, or turned it off) costs no MTP decode per step, only a batched catch-up when it
+// drafts again or when its backlog reaches kMaxBacklog tokens. A draft runs the block alone: the last
+// sampled token with the last hidden state gives a guess and a new hidden state, which gives
+// the next guess, and so on.
 //
 // Unlike llama.cpp's implementation, the per-sequence hidden state lives here, so that it
 // follows the target's sequence operations: truncation (a rejected draft, prefix reuse), a
@@ -68,8 +72,15 @@ class LlamaMtp {
 
  private:
   // What is known of one sequence.
+  // A token the MTP cache has yet to take.
+  struct Pending {
+    TokenId token;
+    int32_t position;
+  };
   struct Sequence {
-    int32_t cached = 0;             // positions 0 .. cached-1 are in the MTP cache
+    int32_t cached = 0;                 // positions 0 .. cached-1 are in the MTP cache
+    std::vector<Pending> backlog;       // then these, in position order, each with...
+    std::vector<float> backlog_hidden;  // ...the target's hidden state before it (n_embd; zeros: unknown)
     bool in_sync = true;            // false after a failed decode: nothing more until cleared
     int32_t hidden_position = -1;   // `hidden` is the target's state after this position; -1: unknown
     std::vector<float> hidden;      // n_embd
@@ -78,7 +89,20 @@ class LlamaMtp {
                                     // positions (at most draft_max + 1), one row each
   };
 
+  // Tokens a sequence may hold back before they are decoded anyway.
+  static constexpr size_t kMaxBacklog = 256;
+
   LlamaMtp() = default;
+  // The position after the last token the MTP cache holds or will hold.
+  static int32_t KnownEnd(const Sequence& q) { return q.backlog.empty() ? q.cached : q.backlog.back().position + 1; }
+  // Adds the sequence's backlog to the batch (no logits).
+  void AddBacklog(int32_t sequence);
+  // The backlog has gone into the MTP cache.
+  void BacklogDecoded(int32_t sequence);
+  // Decodes the sequence's backlog now, in pieces of the batch's size; the batch must be empty.
+  Status FlushBacklog(int32_t sequence);
+  // Decodes the backlogs of `sequences`, together where they fit.
+  Status FlushBacklogs(const std::vector<int32_t>& sequences);
   Status Decode(int32_t n_tokens);
   void ClearBatch() { batch_.n_tokens = 0; }
   void AddToBatch(TokenId token, int32_t position, int32_t sequence, const float* hidden, bool logits);
