@@ -271,22 +271,27 @@ TEST(Speculative, SyntheticAcceptanceTakesDraftsWhateverTheTargetSays) {
   EXPECT_EQ(done->stats.accepted_draft_tokens, 0);
 }
 
-// Four streams whose drafts keep 1 token of 4 (enough for each pacer) on an engine whose
-// step costs `step_ms` plus `item_ms` a token, in simulated time: the drafted tokens of the
-// four jobs, and whether each generated what it does alone.
-int64_t DraftedByFourStreams(int32_t step_ms, int32_t item_ms) {
-  FakeEngineOptions costly = Drafting(4, /*draft_correct=*/1);
-  costly.step_ms = step_ms;
-  costly.item_ms = item_ms;
-  Rig rig(costly);
+// Drafts that keep 1 token of 4 (enough for each pacer), on an engine whose step costs
+// `step_ms` plus `item_ms` a token in simulated time (the rig's clock, when given).
+FakeEngineOptions CostedDrafting(int32_t step_ms, int32_t item_ms, ManualClock* clock = nullptr) {
+  FakeEngineOptions options = Drafting(4, /*draft_correct=*/1);
+  options.step_ms = step_ms;
+  options.item_ms = item_ms;
+  options.clock = clock;
+  return options;
+}
+
+// Runs four streams of `max_tokens` at once: their drafted tokens, each stream checked against
+// what it generates alone.
+int64_t DraftedByFourStreams(Rig& rig, int32_t max_tokens) {
   std::vector<std::shared_ptr<JobChannel>> channels;
-  for (int i = 0; i < 4; ++i) channels.push_back(rig.Submit(Raw("stream " + std::to_string(i), 120)));
+  for (int i = 0; i < 4; ++i) channels.push_back(rig.Submit(Raw("stream " + std::to_string(i), max_tokens)));
   int64_t drafted = 0;
   for (int i = 0; i < 4; ++i) {
     auto done = Await(*channels[static_cast<size_t>(i)]);
     EXPECT_TRUE(done.has_value());
     if (!done.has_value()) continue;
-    EXPECT_EQ(done->tokens, Solo(Raw("stream " + std::to_string(i), 120)));
+    EXPECT_EQ(done->tokens, Solo(Raw("stream " + std::to_string(i), max_tokens)));
     drafted += done->stats.draft_tokens;
   }
   return drafted;
@@ -296,13 +301,26 @@ TEST(Speculative, StepsStopDraftingWhereVerifyingCostsMoreThanItSaves) {
   // 4 streams drafting 4 each: 20 tokens a step, 2 generated a stream. With 40 ms a token,
   // that is 101 ms a generated token against 42.5 without drafts; with 1 ms a token and 100 a
   // step, 15 against 26.
-  const int64_t costly = DraftedByFourStreams(/*step_ms=*/10, /*item_ms=*/40);
-  const int64_t cheap = DraftedByFourStreams(/*step_ms=*/100, /*item_ms=*/1);
+  Rig costly_rig(CostedDrafting(/*step_ms=*/10, /*item_ms=*/40));
+  Rig cheap_rig(CostedDrafting(/*step_ms=*/100, /*item_ms=*/1));
+  const int64_t costly = DraftedByFourStreams(costly_rig, 120);
+  const int64_t cheap = DraftedByFourStreams(cheap_rig, 120);
   // Cheap: drafts nearly every step (4 streams x ~60 steps x 4). Costly: the first steps and
   // the periodic tries only.
   EXPECT_GT(cheap, 600);
   EXPECT_LT(costly, cheap / 3);
   EXPECT_GT(costly, 0);
+}
+
+TEST(Speculative, ASwappedInEngineHasWhatItsDraftsCostMeasuredAfresh) {
+  // The worker learns that drafting does not pay on the costly engine, then gets a new engine,
+  // which it measures from the start again: every stream drafts in the first steps.
+  Rig rig(CostedDrafting(10, 40));
+  DraftedByFourStreams(rig, 120);
+  auto next = std::make_unique<FakeEngine>(CostedDrafting(10, 40, &rig.clock));
+  rig.fake = next.get();  // the old one is released at the swap
+  rig.worker->SwapEngine(std::move(next));
+  EXPECT_GE(DraftedByFourStreams(rig, 8), 4 * DraftGovernor::kMinSamples);
 }
 
 TEST(DraftGovernor, MeasuresBothSidesThenKeepsTheFasterAndTriesTheOtherNowAndThen) {
