@@ -29,17 +29,18 @@ std::vector<engine::TokenId> Prompt(engine::Engine& e, int32_t n) {
                       "and the birds sing their morning songs in the tall green trees by the river.",
                       false, false);
   EXPECT_TRUE(t.has_value());
-  std::vector<engine::TokenId> out = *t;
-  out.resize(static_cast<size_t>(n));
+  std::vector<engine::TokenId> out;
+  while (out.size() < static_cast<size_t>(n)) out.push_back((*t)[out.size() % t->size()]);  // the text again
   return out;
 }
 
-Result<std::unique_ptr<engine::Engine>> LoadMtp(int32_t sequences) {
+Result<std::unique_ptr<engine::Engine>> LoadMtp(int32_t sequences, int32_t batch_tokens = 512) {
   auto e = engine::NewLlamaEngine();
   engine::EngineConfig c;
   c.model_path = Qwen35TinyMtpPath();
   c.context_tokens = kContext;
   c.sequences = sequences;
+  c.batch_tokens = batch_tokens;
   c.threads = 2;
   c.speculative.mode = engine::SpeculativeMode::kMtp;
   c.speculative.draft_max = kDraftMax;
@@ -131,6 +132,26 @@ TEST(SpeculativeMtp, DraftsAreLlamaCppsOwn) {
   const auto reference = LlamaCppDraft(prompt, &reference_last);
   EXPECT_EQ(last, reference_last);
   ASSERT_EQ(reference.size(), static_cast<size_t>(kDraftMax));  // p_min 0: always a whole draft
+  EXPECT_EQ(draft, std::vector<engine::TokenId>(reference.begin(), reference.end()));
+}
+
+// A prompt longer than the MTP layer's backlog (256 tokens), prefilled in pieces of a small
+// batch: the backlog is decoded in batch-sized pieces when it is full and the rest before the
+// draft, which must still be llama.cpp's draft after the whole prompt in one batch.
+TEST(SpeculativeMtp, ALongPromptPrefilledInPiecesDraftsAsLlamaCpp) {
+  constexpr size_t kBatch = 64;
+  auto e = LoadMtp(1, kBatch);
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  const auto prompt = Prompt(**e, 300);
+  for (size_t from = 0; from < prompt.size(); from += kBatch) {
+    ASSERT_TRUE(Prefill(**e, 0, prompt, from, std::min(prompt.size(), from + kBatch)).ok());
+  }
+  engine::TokenId last = -1, reference_last = -2;
+  const auto last_item = static_cast<int32_t>((prompt.size() - 1) % kBatch);
+  const auto draft = DraftAfter(**e, 0, prompt, last_item, &last);
+  const auto reference = LlamaCppDraft(prompt, &reference_last);
+  EXPECT_EQ(last, reference_last);
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kDraftMax));
   EXPECT_EQ(draft, std::vector<engine::TokenId>(reference.begin(), reference.end()));
 }
 

@@ -120,9 +120,9 @@ void LlamaMtp::Forget(int32_t sequence) {
   q.in_sync = false;
 }
 
-void LlamaMtp::AddBacklog(int32_t sequence) {
+void LlamaMtp::AddBacklog(int32_t sequence, size_t from, size_t end) {
   const Sequence& q = sequences_[static_cast<size_t>(sequence)];
-  for (size_t i = 0; i < q.backlog.size(); ++i) {
+  for (size_t i = from; i < end; ++i) {
     AddToBatch(q.backlog[i].token, q.backlog[i].position, sequence,
                q.backlog_hidden.data() + i * static_cast<size_t>(n_embd_), false);
   }
@@ -137,13 +137,11 @@ void LlamaMtp::BacklogDecoded(int32_t sequence) {
 
 Status LlamaMtp::FlushBacklog(int32_t sequence) {
   Sequence& q = sequences_[static_cast<size_t>(sequence)];
-  const size_t capacity = tokens_.size(), row = static_cast<size_t>(n_embd_);
+  const size_t capacity = tokens_.size();
   for (size_t done = 0; done < q.backlog.size();) {
     const size_t n = std::min(capacity, q.backlog.size() - done);
     ClearBatch();
-    for (size_t i = done; i < done + n; ++i) {
-      AddToBatch(q.backlog[i].token, q.backlog[i].position, sequence, q.backlog_hidden.data() + i * row, false);
-    }
+    AddBacklog(sequence, done, done + n);
     if (Status st = Decode(batch_.n_tokens); !st.ok()) {
       ClearBatch();
       Forget(sequence);
@@ -178,7 +176,7 @@ Status LlamaMtp::FlushBacklogs(const std::vector<int32_t>& sequences) {
       if (Status st = FlushBacklog(seq); !st.ok()) status = st;
       continue;
     }
-    AddBacklog(seq);
+    AddBacklog(seq, 0, q.backlog.size());
     batched.push_back(seq);
   }
   decode();

@@ -7,9 +7,9 @@
 // pairs in a per-sequence backlog, and the next draft decodes the backlogs of the sequences it
 // drafts for, together, before their guesses: a sequence that is not drafting (its job paused
 // drafting, or turned it off) costs no MTP decode per step, only a batched catch-up when it
-// drafts again or when its backlog reaches kMaxBacklog tokens. A draft runs the block alone: the last
-// sampled token with the last hidden state gives a guess and a new hidden state, which gives
-// the next guess, and so on.
+// drafts again or when its backlog reaches kMaxBacklog tokens. A draft runs the block alone:
+// the last sampled token with the last hidden state gives a guess and a new hidden state,
+// which gives the next guess, and so on.
 //
 // Unlike llama.cpp's implementation, the per-sequence hidden state lives here, so that it
 // follows the target's sequence operations: truncation (a rejected draft, prefix reuse), a
@@ -21,6 +21,7 @@
 #ifndef LLMD_ENGINE_LLAMA_LLAMA_MTP_H_
 #define LLMD_ENGINE_LLAMA_LLAMA_MTP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,17 +72,17 @@ class LlamaMtp {
   uint64_t context_bytes() const { return context_bytes_; }
 
  private:
-  // What is known of one sequence.
   // A token the MTP cache has yet to take.
   struct Pending {
     TokenId token;
     int32_t position;
   };
+  // What is known of one sequence.
   struct Sequence {
     int32_t cached = 0;                 // positions 0 .. cached-1 are in the MTP cache
     std::vector<Pending> backlog;       // then these, in position order, each with...
     std::vector<float> backlog_hidden;  // ...the target's hidden state before it (n_embd; zeros: unknown)
-    bool in_sync = true;            // false after a failed decode: nothing more until cleared
+    bool in_sync = true;                // false after a failed decode: nothing more until cleared
     int32_t hidden_position = -1;   // `hidden` is the target's state after this position; -1: unknown
     std::vector<float> hidden;      // n_embd
     int32_t block_start = -1;       // the first position of `block`
@@ -95,8 +96,8 @@ class LlamaMtp {
   LlamaMtp() = default;
   // The position after the last token the MTP cache holds or will hold.
   static int32_t KnownEnd(const Sequence& q) { return q.backlog.empty() ? q.cached : q.backlog.back().position + 1; }
-  // Adds the sequence's backlog to the batch (no logits).
-  void AddBacklog(int32_t sequence);
+  // Adds the sequence's backlog entries [from, end) to the batch, without logits.
+  void AddBacklog(int32_t sequence, size_t from, size_t end);
   // The backlog has gone into the MTP cache.
   void BacklogDecoded(int32_t sequence);
   // Decodes the sequence's backlog now, in pieces of the batch's size; the batch must be empty.
