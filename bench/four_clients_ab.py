@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The benchmark's 4-client serving scenario as an interleaved A/B: llmd native, llmd HTTP and
-llama-server on one model, round after round in a rotating order, so that a slow minute of a
-shared machine falls on all three alike. Each round: 4 clients, each sending 4 chat requests
-of 64 tokens one after the other; the aggregate is all tokens over the wall time.
+"""The serving table's 4-client row alone, for more rounds: llmd native, llmd HTTP and
+llama-server on one model, round after round in a rotating order (as scripts/bench does), so a
+slow minute of a shared machine falls on all three alike. Each round: 4 clients, each sending 4
+chat requests of 64 tokens one after the other; the aggregate is all tokens over the wall time.
 
   python3 bench/four_clients_ab.py MODEL.gguf [ROUNDS]   (build/ must hold llmd and llama-server)
 """
@@ -10,34 +10,12 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
-import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite  # noqa: E402
 
 CLIENTS, REQUESTS, TOKENS = 4, 4, 64
-
-
-def one_round(target, kind, key, tag):
-    replies, lock = [], threading.Lock()
-
-    def client(i):
-        for j in range(REQUESTS):
-            r = suite.ask(target, kind, "", f"Client {i} request {j} {tag}: {suite.text_of(12, (i, j, tag))}",
-                          TOKENS, key)
-            with lock:
-                replies.append(r)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
-    return sum(r["tokens"] for r in replies) / wall, statistics.median(r["ttft"] for r in replies)
 
 
 def main():
@@ -52,12 +30,13 @@ def main():
     contenders = [("llmd-native", llmd, "native"), ("llmd-http", llmd, "http"), ("llama-server", server, "http")]
     results = {name: [] for name, _, _ in contenders}
     try:
-        for name, target, kind in contenders:  # warm-up
-            one_round(target, kind, c.key, "warm-up")
+        for name, target, kind in contenders:
+            suite.clients_round(target, kind, c.key, CLIENTS, REQUESTS, TOKENS, "warm-up")
         for rep in range(rounds):
             for name, target, kind in contenders[rep % 3:] + contenders[:rep % 3]:
-                tok_s, ttft = one_round(target, kind, c.key, f"rep {rep}")
+                tok_s, replies = suite.clients_round(target, kind, c.key, CLIENTS, REQUESTS, TOKENS, rep)
                 results[name].append(tok_s)
+                ttft = statistics.median(r["ttft"] for r in replies)
                 print(f"round {rep} {name}: {tok_s:.1f} tok/s, TTFT p50 {ttft * 1000:.0f} ms", flush=True)
     finally:
         llmd.stop()

@@ -282,6 +282,22 @@ def engine_limit(o, workdir, results):
         llmd.stop()
 
 
+def clients_round(t, kind, key, clients, requests, tokens, rep):
+    """`clients` clients at once, each sending `requests` chat requests of `tokens` tokens one
+    after the other: (aggregate tok/s over the wall time, the replies)."""
+    rs, lock = [], threading.Lock()
+
+    def client(i):
+        for j in range(requests):
+            r = ask(t, kind, "", f"Client {i} request {j} rep {rep}: {text_of(12, (i, j, rep))}", tokens, key)
+            with lock:
+                rs.append(r)
+    t0 = time.perf_counter()
+    th = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    [x.start() for x in th]; [x.join() for x in th]
+    return sum(r["tokens"] for r in rs) / (time.perf_counter() - t0), rs
+
+
 def serving(o, workdir, results):
     """1 and 4 concurrent clients, and a repeated long system prompt, on llmd (native and HTTP)
     and llama-server, all with 4 slots; then startup time and memory."""
@@ -308,20 +324,9 @@ def serving(o, workdir, results):
                 order = targets[rep % 3:] + targets[:rep % 3]
                 for name, t, kind in order:
                     progress(f"  {clients} client(s), rep {rep + 1}/{o.reps}: {name}")
-                    rs, lock = [], threading.Lock()
-
-                    def client(i):
-                        for j in range(o.requests):
-                            r = ask(t, kind, "", f"Client {i} request {j} rep {rep}: {text_of(12, (i, j, rep))}",
-                                    o.tokens, c.key)
-                            with lock:
-                                rs.append(r)
-                    t0 = time.perf_counter()
-                    th = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-                    [x.start() for x in th]; [x.join() for x in th]
-                    wall = time.perf_counter() - t0
+                    tok_s, rs = clients_round(t, kind, c.key, clients, o.requests, o.tokens, rep)
                     d = load.setdefault(name, {}).setdefault(clients, {"tok_s": [], "ttft": [], "itl": []})
-                    d["tok_s"].append(sum(r["tokens"] for r in rs) / wall)
+                    d["tok_s"].append(tok_s)
                     d["ttft"] += [r["ttft"] for r in rs]
                     d["itl"] += [x for r in rs for x in r["itl"]]
         results["load"] = {name: {str(n): {"tok_s": spread(d["tok_s"]), "ttft_p50_ms": pct(d["ttft"], 0.5) * 1000,

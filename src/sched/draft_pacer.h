@@ -15,7 +15,7 @@
 // Then drafting stops for a pause; after it, a probe of kProbeTokens decides: one that keeps
 // nothing doubles the pause (up to kMaxPause generated tokens), one that keeps a token resumes
 // drafting. A drafter that never guesses right costs 3 drafts and the probes, 8 draft tokens
-// in a 128-token reply: about 2 % of it on a 2-core CPU (docs/benchmarks.md).
+// in a 128-token reply: 0.99x of speculation off on a 2-core CPU (docs/benchmarks.md).
 //
 // Thread-safety: none (one per slot, engine thread).
 #ifndef LLMD_SCHED_DRAFT_PACER_H_
