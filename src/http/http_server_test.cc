@@ -9,8 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
-#include <thread>
+#include <mutex>
 
 #include "http/openai_routes.h"
 
@@ -57,8 +58,9 @@ class HttpServerTest : public ::testing::Test {
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
     return fd;
   }
-  // Sends `bytes` and reads until the server closes or `limit` passes.
-  std::string Exchange(const std::string& bytes, int limit_ms = 3000) {
+  // Sends `bytes` and reads until the server closes or `limit` passes (a liveness bound: every
+  // exchange here ends with the server closing).
+  std::string Exchange(const std::string& bytes, int limit_ms = 30000) {
     int fd = Connect();
     // MSG_NOSIGNAL: a server that refuses (503 over the cap) may close before we write.
     (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -142,15 +144,41 @@ TEST_F(HttpServerTest, DropsASlowlorisAtTheRequestDeadline) {
 }
 
 TEST_F(HttpServerTest, RefusesConnectionsOverTheCapWith503) {
+  // The first connection's request stays in its handler until the test releases it, so the
+  // test knows when that connection holds the only slot, and that it still does.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool serving = false, released = false;
   ServerOptions o;
   o.max_connections = 1;
+  o.handler = [&](const Request&, Responder& out) {
+    std::unique_lock<std::mutex> lock(mu);
+    serving = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return released; });
+    out.Send(200, "text/plain", "done");
+  };
   Start(std::move(o));
   int held = Connect();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first takes the only slot
-  std::string got = Exchange("GET / HTTP/1.1\r\nHost: l\r\n\r\n");
+  const std::string request = "GET / HTTP/1.1\r\nHost: l\r\n\r\n";
+  (void)!::send(held, request.data(), request.size(), MSG_NOSIGNAL);
+  bool slot_taken;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    slot_taken = cv.wait_for(lock, std::chrono::seconds(60), [&] { return serving; });  // liveness only
+  }
+  // No ASSERT before the release below: a handler left waiting would hang the server's Stop.
+  EXPECT_TRUE(slot_taken) << "the first connection's request never reached the handler";
+  std::string got = Exchange(request);
   EXPECT_NE(got.find("HTTP/1.1 503"), std::string::npos) << got;
   EXPECT_NE(got.find("Retry-After: 1"), std::string::npos) << got;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
   ::close(held);
+  server_.reset();  // joins the handler before the state it uses goes out of scope
 }
 
 TEST_F(HttpServerTest, StreamsChunkedResponses) {

@@ -12,6 +12,7 @@
 #include "llmd/client.h"
 #include "tests/support/concurrent_streams.h"
 #include "tests/support/daemon_harness.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 namespace {
@@ -193,15 +194,24 @@ TEST_F(DaemonProtocolTest, Item06_SlowlorisHitsTheFrameDeadline) {
 }
 
 TEST_F(DaemonProtocolTest, Item07_IdleConnectionsCannotLockOthersOut) {
+  // Four peers take every slot (the cap is 4), then go idle. Each first asks for the model
+  // list: a connection still waiting for a slot is answered health checks only, so the answer
+  // says the peer holds a slot.
   std::vector<std::unique_ptr<RawConn>> idle;
-  for (int i = 0; i < 4; ++i) idle.push_back(std::make_unique<RawConn>(daemon_->socket()));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<RawConn>(daemon_->socket()));
+    proto::Request models;
+    models.type = proto::Request::Type::kModels;
+    ASSERT_TRUE(idle.back()->Send(models));
+    auto r = idle.back()->Receive(60000);  // liveness only
+    ASSERT_TRUE(r.has_value() && r->type == Response::Type::kModels) << "idle peer " << i << " got no slot";
+  }
   RawConn fifth(daemon_->socket());
   ASSERT_TRUE(fifth.Send(HealthRequest()));
-  auto r = fifth.Receive(30000);  // liveness only
+  auto r = fifth.Receive(60000);  // liveness only
   ASSERT_TRUE(r.has_value()) << "a bounded wait, never a lockout";
   EXPECT_EQ(r->type, Response::Type::kHealth) << "served once an idle peer timed out";
-  for (auto& c : idle) EXPECT_TRUE(c->ClosedByPeer(3000)) << "idle timeout";
+  for (auto& c : idle) EXPECT_TRUE(c->ClosedByPeer(30000)) << "idle timeout";  // liveness only
 }
 
 TEST_F(DaemonProtocolTest, Items08_09_GarbageAndInconsistentPayloads) {
@@ -520,9 +530,16 @@ TEST(DaemonQueue, AFullQueueAnswersBusyAndNeverBlocks) {
   ASSERT_TRUE(running.Send(GenerateRequest("Write forever.", 4000, true)));
   ASSERT_TRUE(running.Receive().has_value()) << "the only slot is busy";
   ASSERT_TRUE(queued.Send(GenerateRequest("Then this.", 4000, true)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The third asks once the second waits in the queue, so the queue has no room for it.
+  proto::Request stats;
+  stats.type = proto::Request::Type::kStats;
+  ASSERT_TRUE(WaitFor([&] {
+    if (!third.Send(stats)) return false;
+    auto s = third.Receive(60000);  // liveness only
+    return s.has_value() && s->type == Response::Type::kServerStats && s->server_stats.queued == 1;
+  })) << "the second request never reached the queue";
   ASSERT_TRUE(third.Send(GenerateRequest("And this.", 4000, true)));
-  auto r = third.Receive(5000);
+  auto r = third.Receive(60000);  // liveness only
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->type, Response::Type::kError);
   EXPECT_EQ(r->code, ErrorCode::kBusy);
@@ -579,8 +596,9 @@ TEST_F(DaemonProtocolTest, NoDescriptorsLeakAcrossAllOfThat) {
     c.Send(HealthRequest());
     c.Receive();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_LE(daemon_->FdCount(), before + 1);
+  // Each handler closes its descriptor once it sees its peer go.
+  EXPECT_TRUE(WaitFor([&] { return daemon_->FdCount() <= before + 1; }))
+      << daemon_->FdCount() << " descriptors open, " << before << " before";
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "proto/frame_codec.h"
 #include "proto/messages.h"
 #include "tests/support/test_models.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 
@@ -106,14 +107,11 @@ class DaemonProcess {
     ready_ = WaitForLog("llmd info ready", std::chrono::seconds(60));
   }
 
-  bool WaitForLog(const std::string& needle, std::chrono::milliseconds limit) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (ReadAll(log_).find(needle) != std::string::npos) return true;
-      if (!Running()) return ReadAll(log_).find(needle) != std::string::npos;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+  // Waits until the log holds `needle`; false once `limit` passes or the daemon has exited
+  // without writing it.
+  bool WaitForLog(const std::string& needle, std::chrono::milliseconds limit = kLiveness) {
+    WaitFor([&] { return log().find(needle) != std::string::npos || !Running(); }, limit);
+    return log().find(needle) != std::string::npos;  // read again: it may have come as it exited
   }
 
   bool Running() {
@@ -130,11 +128,7 @@ class DaemonProcess {
 
   // Waits for the process to exit; returns its exit code, or -1 on timeout / signal.
   int WaitExit(std::chrono::milliseconds limit) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (Running() && std::chrono::steady_clock::now() < end) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (Running()) return -1;
+    if (!WaitFor([&] { return !Running(); }, limit)) return -1;
     return WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : -1;
   }
 
