@@ -46,6 +46,7 @@ enum class ErrorReason : uint8_t {
   kShuttingDown,       // the daemon is stopping (Unavailable)
   kModelLoading,       // the models are still loading (Unavailable)
   kUnknownModel,       // a request named a model that is not loaded (NotFound)
+  kToolNotOffered,     // tool_choice asks for a tool the request's tools lack (InvalidArgument)
 };
 
 // A stable lower_snake name for `reason`, e.g. "prompt_too_long"; "" for kNone.

@@ -30,6 +30,7 @@ std::string_view ErrorReasonName(ErrorReason reason) {
     case ErrorReason::kShuttingDown: return "shutting_down";
     case ErrorReason::kModelLoading: return "model_loading";
     case ErrorReason::kUnknownModel: return "unknown_model";
+    case ErrorReason::kToolNotOffered: return "tool_not_offered";
   }
   return "unknown";
 }

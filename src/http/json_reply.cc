@@ -46,7 +46,8 @@ std::string ErrorBody(const ApiError& e, ErrorShape shape) {
     case ErrorShape::kOpenAi:
       break;
   }
-  return Dump({{"error", {{"message", e.message}, {"type", e.type}, {"param", nullptr}, {"code", e.code}}}});
+  const json param = e.param != nullptr ? json(e.param) : json(nullptr);
+  return Dump({{"error", {{"message", e.message}, {"type", e.type}, {"param", param}, {"code", e.code}}}});
 }
 
 int SendError(Responder& out, const ApiError& e, ErrorShape shape) {

@@ -10,11 +10,14 @@ struct Row {
   const char* type;
   const char* code_name;
   bool retry_after;    // answer Retry-After: 1
+  const char* param = nullptr;  // OpenAI's `param`: the request field at fault
 };
 
 // First match wins: rows with a reason come before their code's catch-all row.
 constexpr Row kTable[] = {
     {StatusCode::kInvalidArgument, ErrorReason::kPromptTooLong, 400, "invalid_request_error", "context_length_exceeded", false},
+    {StatusCode::kInvalidArgument, ErrorReason::kToolNotOffered, 400, "invalid_request_error", "invalid_request", false,
+     "tool_choice"},
     {StatusCode::kInvalidArgument, ErrorReason::kNone, 400, "invalid_request_error", "invalid_request", false},
     {StatusCode::kNotFound, ErrorReason::kUnknownModel, 404, "invalid_request_error", "model_not_found", false},
     {StatusCode::kNotFound, ErrorReason::kNone, 404, "invalid_request_error", "not_found", false},
@@ -33,7 +36,7 @@ ApiError OpenAiError(const Status& s) {
     if (row.code == s.code() && (row.reason == ErrorReason::kNone || row.reason == s.reason())) {
       Headers headers;
       if (row.retry_after) headers.emplace_back("Retry-After", "1");
-      return {row.status, row.type, row.code_name, s.message(), std::move(headers)};
+      return {row.status, row.type, row.code_name, s.message(), std::move(headers), row.param};
     }
   }
   return {500, "server_error", "internal_error", s.message(), {}};

@@ -1,5 +1,5 @@
 // The OpenAI-compatible API's one mapping from a Status (code and reason) to an HTTP status
-// and OpenAI's error `type` and `code`. No message text is ever inspected.
+// and OpenAI's error `type`, `code` and `param`. No message text is ever inspected.
 #ifndef LLMD_HTTP_OPENAI_ERRORS_H_
 #define LLMD_HTTP_OPENAI_ERRORS_H_
 
@@ -19,6 +19,7 @@ struct ApiError {
   const char* code;
   std::string message;
   Headers headers;
+  const char* param = nullptr;  // the request field at fault, where the reason says; else null
 };
 
 ApiError OpenAiError(const Status& status);

@@ -10,6 +10,7 @@ struct Case {
   ErrorReason reason;
   int status;
   std::string type, code_name;
+  const char* param = nullptr;
 };
 
 TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
@@ -17,6 +18,8 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
       {StatusCode::kInvalidArgument, ErrorReason::kNone, 400, "invalid_request_error", "invalid_request"},
       {StatusCode::kInvalidArgument, ErrorReason::kPromptTooLong, 400, "invalid_request_error", "context_length_exceeded"},
       {StatusCode::kInvalidArgument, ErrorReason::kRefusedByGuard, 400, "invalid_request_error", "invalid_request"},
+      {StatusCode::kInvalidArgument, ErrorReason::kToolNotOffered, 400, "invalid_request_error", "invalid_request",
+       "tool_choice"},
       {StatusCode::kNotFound, ErrorReason::kNone, 404, "invalid_request_error", "not_found"},
       {StatusCode::kNotFound, ErrorReason::kUnknownModel, 404, "invalid_request_error", "model_not_found"},
       {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
@@ -36,6 +39,7 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
     EXPECT_EQ(e.type, c.type);
     EXPECT_EQ(e.code, c.code_name);
     EXPECT_EQ(e.message, "the message");
+    EXPECT_EQ(e.param == nullptr ? "null" : std::string(e.param), c.param == nullptr ? "null" : c.param);
     const bool retry = !e.headers.empty() && e.headers[0].first == "Retry-After";
     EXPECT_EQ(retry, c.status == 503 || c.status == 429);
   }

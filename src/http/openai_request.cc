@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "http/json_fields.h"
 
@@ -252,6 +254,7 @@ Status ReadMessages(const json& j, GenerationRequest* r) {
 // for the template; tool_choice and parallel_tool_calls.
 Status ReadTools(const json& j, GenerationRequest* r) {
   engine::ChatFormat& f = r->format;
+  std::set<std::string> names;  // the functions a named tool_choice may pick
   const json* tools = Field(j, "tools");
   if (tools != nullptr) {
     if (!tools->is_array()) return TypeError("tools", "an array");
@@ -267,6 +270,7 @@ Status ReadTools(const json& j, GenerationRequest* r) {
       if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
         return TypeError(field + ".function.name", "a non-empty string");
       }
+      names.insert(name->get<std::string>());
       if (const json* params = Field(*fn, "parameters"); params != nullptr && !params->is_object()) {
         return TypeError(field + ".function.parameters", "a JSON schema object");
       }
@@ -288,7 +292,13 @@ Status ReadTools(const json& j, GenerationRequest* r) {
       return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}");
     }
     if (f.tools_json.empty() && f.tool_choice != engine::ToolChoice::kAuto && f.tool_choice != engine::ToolChoice::kNone) {
-      return InvalidArgumentError("'tool_choice' asks for a tool call, but 'tools' is empty");
+      return InvalidArgumentError("'tool_choice' asks for a tool call, but 'tools' is empty")
+          .WithReason(ErrorReason::kToolNotOffered);
+    }
+    // Refused here, as the other APIs do, not left to the chat template.
+    if (f.tool_choice == engine::ToolChoice::kNamed && names.count(f.tool_name) == 0) {
+      return InvalidArgumentError("'tool_choice.function.name' '" + f.tool_name + "' is not in 'tools'")
+          .WithReason(ErrorReason::kToolNotOffered);
     }
   }
   return ReadBool(j, "parallel_tool_calls", &f.parallel_tool_calls);

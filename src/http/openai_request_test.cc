@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "http/generation.h"
+#include "http/json_reply.h"
+#include "http/openai_errors.h"
 
 namespace llmd::http {
 namespace {
@@ -243,6 +245,19 @@ TEST(OpenAiRequest, ToolsAndEveryToolChoiceLandInTheFormat) {
     ASSERT_TRUE(r.has_value()) << body << ": " << r.error().ToString();
     EXPECT_TRUE(r->format.tools_json.empty()) << body;
   }
+}
+
+TEST(OpenAiRequest, ANamedToolChoiceMustBeOneOfTheTools) {
+  auto r = ParseChatRequest(WithTools(R"(,"tool_choice":{"type":"function","function":{"name":"get_time"}})"));
+  ASSERT_FALSE(r.has_value()) << "a call of a tool the request does not define";
+  EXPECT_EQ(r.error().message(), "'tool_choice.function.name' 'get_time' is not in 'tools'");
+  // A 400 in OpenAI's shape, its param the field at fault.
+  const ApiError e = OpenAiError(r.error());
+  EXPECT_EQ(e.status, 400);
+  const auto body = nlohmann::json::parse(ErrorBody(e, ErrorShape::kOpenAi));
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error") << body;
+  EXPECT_EQ(body["error"]["param"], "tool_choice") << body;
+  EXPECT_EQ(body["error"]["message"], r.error().message()) << body;
 }
 
 TEST(OpenAiRequest, AToolCallHistoryParsesIntoMessages) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "http/openai_errors.h"
 #include "http/sse_writer.h"
 
 #include <nlohmann/json.hpp>
@@ -169,6 +170,17 @@ TEST(ResponsesRequest, ToolChoiceStrings) {
             engine::ToolChoice::kRequired);
   EXPECT_EQ(Parse(R"({"input":"x","tool_choice":"none"})").format.tool_choice, engine::ToolChoice::kNone);
   EXPECT_TRUE(Parse(R"({"input":"x","tools":[]})").format.tools_json.empty());
+}
+
+TEST(ResponsesRequest, AToolChoiceNoToolSatisfiesIsRefusedWithItsParam) {
+  // The error goes out in OpenAI's shape (as chat/completions'), param "tool_choice".
+  for (const char* body : {R"({"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}})",
+                           R"({"input":"x","tool_choice":"required"})"}) {
+    auto r = ParseResponsesRequest(body);
+    ASSERT_FALSE(r.has_value()) << body;
+    EXPECT_EQ(r.error().reason(), ErrorReason::kToolNotOffered) << body;
+    EXPECT_STREQ(OpenAiError(r.error()).param, "tool_choice") << body;
+  }
 }
 
 TEST(ResponsesRequest, LogprobsComeWithIncludeAndTurnThinkingOff) {

@@ -275,7 +275,10 @@ Status ReadToolChoice(const json& j, const std::set<std::string>& names, Respons
     } else if (c == "none") {
       f.tool_choice = engine::ToolChoice::kNone;
     } else if (c == "required") {
-      if (names.empty()) return InvalidArgumentError("'tool_choice': \"required\" needs 'tools'");
+      if (names.empty()) {
+        return InvalidArgumentError("'tool_choice': \"required\" needs 'tools'")
+            .WithReason(ErrorReason::kToolNotOffered);
+      }
       f.tool_choice = engine::ToolChoice::kRequired;
     } else {
       return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"name\":...} "
@@ -291,7 +294,10 @@ Status ReadToolChoice(const json& j, const std::set<std::string>& names, Respons
                                 "' is not supported by llmd (only auto, none, required or a function)");
   }
   LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
-  if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
+  if (names.count(name) == 0) {
+    return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'")
+        .WithReason(ErrorReason::kToolNotOffered);
+  }
   f.tool_choice = engine::ToolChoice::kNamed;
   f.tool_name = std::move(name);
   return Status::Ok();
