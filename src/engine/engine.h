@@ -34,6 +34,13 @@ struct MemoryCapabilities {
   // the end of a sequence right after the decode that added them (llama.cpp's n_rs_seq
   // snapshots): how speculative decoding takes back rejected draft tokens. 0: never.
   int32_t rollback_tokens = 0;
+  // > 0 where a sequence's arithmetic depends on how its tokens are grouped into decode calls:
+  // recurrent kernels compute a run of tokens in chunks and one token alone, equal only in
+  // exact arithmetic, and llama.cpp cuts a call holding sequences of different lengths into
+  // equal pieces. The scheduler then cuts every prompt at the same places whatever the cache
+  // holds and gives each sequence's tokens a call of their own shape (sched/prefill_cuts.h,
+  // sched/decode_calls.h). The value: the most tokens one call computes in one piece (n_ubatch).
+  int32_t decode_shape_tokens = 0;
 };
 
 // What the loaded engine drafts with (EngineConfig::speculative).

@@ -64,6 +64,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(std::move(options))
   }
   info_.memory.sequence_copy = options_.sequence_copy;
   info_.memory.rollback_tokens = options_.memory == FakeMemory::kRecurrent ? options_.rollback_tokens : 0;
+  info_.memory.decode_shape_tokens = options_.memory == FakeMemory::kRecurrent ? options_.ubatch_tokens : 0;
   if (options_.draft_max > 0) {
     info_.speculative.mode = SpeculativeMode::kDraft;
     info_.speculative.draft_max = options_.draft_max;
@@ -74,6 +75,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(std::move(options))
   rollback_floor_.resize(static_cast<size_t>(options_.sequences));
   info_.placement = {DevicePlacement{.device = "CPU"}};
   memory_.resize(static_cast<size_t>(options_.sequences));
+  pieces_.resize(memory_.size());
   sampled_.resize(memory_.size());
   fail_next_ = options_.fail_next_decodes;
 }
@@ -83,6 +85,7 @@ FakeEngine::~FakeEngine() = default;
 Status FakeEngine::Load(const EngineConfig&) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& m : memory_) m.clear();
+  for (auto& p : pieces_) p.clear();
   for (auto& s : sampled_) s = Sampled();
   last_batch_.clear();
   loaded_ = true;
@@ -98,6 +101,7 @@ void FakeEngine::ReleaseWorkingMemory() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!working_memory_) return;
   for (auto& m : memory_) m.clear();
+  for (auto& p : pieces_) p.clear();
   std::fill(rollback_floor_.begin(), rollback_floor_.end(), 0);
   last_batch_.clear();
   working_memory_ = false;
@@ -124,6 +128,7 @@ int64_t FakeEngine::working_memory_releases() const {
 void FakeEngine::Release() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& m : memory_) m.clear();
+  for (auto& p : pieces_) p.clear();
   last_batch_.clear();
   loaded_ = false;
 }
@@ -263,9 +268,12 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
       rollback_floor_[s] = std::max(memory_[s].size(), length[s] - std::min<size_t>(length[s], options_.rollback_tokens));
     }
   }
-  for (const auto& item : items) {
+  const std::vector<int32_t> pieces = Pieces(items);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const DecodeItem& item = items[i];
     auto s = static_cast<size_t>(item.sequence);
     memory_[s].push_back(item.token);
+    pieces_[s].push_back(pieces[i]);
     ++decoded_tokens_;
     const Drafted& d = drafted_[s];
     const auto in_draft = static_cast<size_t>(item.position - d.position);
@@ -285,13 +293,52 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
 }
 
 TokenId FakeEngine::NextToken(const std::vector<TokenId>& history) {
+  return NextToken(history, std::vector<int32_t>(history.size(), 1));
+}
+
+TokenId FakeEngine::NextToken(const std::vector<TokenId>& history, const std::vector<int32_t>& pieces) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (TokenId t : history) {
-    h ^= static_cast<uint32_t>(t);
+  for (size_t i = 0; i < history.size(); ++i) {
+    h ^= static_cast<uint32_t>(history[i]);
     h *= 1099511628211ull;
+    if (i < pieces.size() && pieces[i] > 1) {  // the chunked kernel's rounding, not the one-token one's
+      h ^= static_cast<uint64_t>(pieces[i]) << 32;
+      h *= 1099511628211ull;
+    }
   }
   h ^= h >> 29;
   return ByteToken(static_cast<unsigned char>('a' + h % 26));
+}
+
+// llama.cpp's split_equal: each piece takes the same number of tokens from every sequence
+// that has some left, at most ubatch_tokens in all; so a sequence prefilling beside one-token
+// decodes has its chunk cut into 1 and the rest.
+std::vector<int32_t> FakeEngine::Pieces(const std::vector<DecodeItem>& items) const {
+  std::vector<int32_t> pieces(items.size(), 1);
+  std::vector<int32_t> order;  // sequences, in order of first appearance
+  std::vector<std::vector<size_t>> of(memory_.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto& list = of[static_cast<size_t>(items[i].sequence)];
+    if (list.empty()) order.push_back(items[i].sequence);
+    list.push_back(i);
+  }
+  std::vector<size_t> next(memory_.size(), 0);
+  while (true) {
+    std::vector<int32_t> active;
+    size_t n = SIZE_MAX;
+    for (int32_t s : order) {
+      const size_t left = of[static_cast<size_t>(s)].size() - next[static_cast<size_t>(s)];
+      if (left == 0) continue;
+      active.push_back(s);
+      n = std::min(n, left);
+    }
+    if (active.empty()) break;
+    n = std::min(n, std::max<size_t>(1, static_cast<size_t>(options_.ubatch_tokens) / active.size()));
+    for (int32_t s : active) {
+      for (size_t k = 0; k < n; ++k) pieces[of[static_cast<size_t>(s)][next[static_cast<size_t>(s)]++]] = static_cast<int32_t>(n);
+    }
+  }
+  return pieces;
 }
 
 TokenId FakeEngine::SampleAt(int32_t output_index, int32_t* generated) {
@@ -305,7 +352,9 @@ TokenId FakeEngine::SampleAt(int32_t output_index, int32_t* generated) {
   ++*generated;
   const auto& seq = memory_[static_cast<size_t>(item.sequence)];
   const std::vector<TokenId> history(seq.begin(), seq.begin() + item.position + 1);
-  const TokenId token = NextToken(history);
+  const auto& pieces = pieces_[static_cast<size_t>(item.sequence)];
+  const TokenId token = ShapeSensitive() ? NextToken(history, {pieces.begin(), pieces.begin() + item.position + 1})
+                                         : NextToken(history);
   sampled_[static_cast<size_t>(item.sequence)] = {item.position + 1, token};
   return token;
 }
@@ -331,6 +380,7 @@ Status FakeEngine::TruncateSequence(int32_t sequence, int32_t position) {
                               std::to_string(m.size()));
   }
   m.resize(p);
+  pieces_[static_cast<size_t>(sequence)].resize(p);
   sampled_[static_cast<size_t>(sequence)] = Sampled();
   rollback_floor_[static_cast<size_t>(sequence)] = p;  // a rollback is single-use
   return Status::Ok();
@@ -382,6 +432,7 @@ Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
   }
   if (src != dst) {
     memory_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(src)];
+    pieces_[static_cast<size_t>(dst)] = pieces_[static_cast<size_t>(src)];
     sampled_[static_cast<size_t>(dst)] = Sampled();
     rollback_floor_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(dst)].size();
   }
@@ -395,10 +446,15 @@ Result<std::string> FakeEngine::SaveSequenceState(int32_t sequence) {
     ++refused_;
     return UnimplementedError("attention memory has no state checkpoints");
   }
+  // Each token and the piece it was decoded in, 4 bytes each, little-endian.
   std::string out;
-  for (TokenId t : memory_[static_cast<size_t>(sequence)]) {
-    const auto u = static_cast<uint32_t>(t);
+  auto put = [&](uint32_t u) {
     for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>((u >> shift) & 0xFF));
+  };
+  const auto& m = memory_[static_cast<size_t>(sequence)];
+  for (size_t i = 0; i < m.size(); ++i) {
+    put(static_cast<uint32_t>(m[i]));
+    put(static_cast<uint32_t>(pieces_[static_cast<size_t>(sequence)][i]));
   }
   return out;
 }
@@ -410,17 +466,23 @@ Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& sta
     ++refused_;
     return UnimplementedError("attention memory has no state checkpoints");
   }
-  if (state.size() % 4 != 0) return CorruptionError("sequence state size is not a multiple of 4");
-  std::vector<TokenId> tokens;
-  for (size_t i = 0; i < state.size(); i += 4) {
+  if (state.size() % 8 != 0) return CorruptionError("sequence state size is not a multiple of 8");
+  auto get = [&](size_t at) {
     uint32_t u = 0;
-    for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(static_cast<unsigned char>(state[i + b])) << (8 * b);
-    const auto t = static_cast<TokenId>(u);
+    for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(static_cast<unsigned char>(state[at + b])) << (8 * b);
+    return u;
+  };
+  std::vector<TokenId> tokens;
+  std::vector<int32_t> pieces;
+  for (size_t i = 0; i < state.size(); i += 8) {
+    const auto t = static_cast<TokenId>(get(i));
     if (t < 0 || t >= kVocabSize) return CorruptionError("sequence state holds a token out of the vocabulary");
     tokens.push_back(t);
+    pieces.push_back(static_cast<int32_t>(get(i + 4)));
   }
   if (static_cast<int64_t>(tokens.size()) > options_.context_tokens) return CorruptionError("sequence state too long");
   memory_[static_cast<size_t>(sequence)] = std::move(tokens);
+  pieces_[static_cast<size_t>(sequence)] = std::move(pieces);
   sampled_[static_cast<size_t>(sequence)] = Sampled();
   rollback_floor_[static_cast<size_t>(sequence)] = memory_[static_cast<size_t>(sequence)].size();
   return Status::Ok();

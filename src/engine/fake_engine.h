@@ -13,7 +13,12 @@
 //
 // Sampling: the next token is a pure function of the sequence's whole history (a lowercase
 // letter), so a request produces the same tokens alone or batched with others, whatever its
-// slot. It never ends generation unless end_after_generated says so.
+// slot. It never ends generation unless end_after_generated says so. Recurrent memory is
+// also, like llama.cpp's recurrent kernels, sensitive to how its tokens were grouped: a token
+// decoded in a piece of n > 1 tokens of its sequence changes the history's hash, and a call
+// holding sequences with different token counts is cut into pieces as llama.cpp's
+// split_equal cuts it (equal counts per sequence, at most ubatch_tokens in all), so the next
+// token depends on the decode calls that built the state (shape_sensitive: false turns it off).
 //
 // Thread-safety: the Engine interface is used from one thread (the scheduler's); the test
 // accessors (batches(), history(), HoldDecodes(), ...) may be called from any thread.
@@ -63,6 +68,10 @@ struct FakeEngineOptions {
   // Recurrent memory: the last this many tokens of a decode can be taken back, once
   // (llama.cpp's n_rs_seq rollback).
   int32_t rollback_tokens = 0;
+  // Recurrent memory: the pieces of a decode call change the result (above), and the largest
+  // piece (MemoryCapabilities::decode_shape_tokens).
+  bool shape_sensitive = true;
+  int32_t ubatch_tokens = 512;
 };
 
 class FakeEngine final : public Engine {
@@ -116,6 +125,9 @@ class FakeEngine final : public Engine {
 
   // The token `history` is followed by (what every sampler returns after it).
   static TokenId NextToken(const std::vector<TokenId>& history);
+  // Recurrent memory with shape_sensitive: also the size of the piece each token was decoded
+  // in (1: alone).
+  static TokenId NextToken(const std::vector<TokenId>& history, const std::vector<int32_t>& pieces);
 
   // Every DecodeBatch that succeeded, in order (with no failures, batch i is the worker's
   // step i + 1), and every one that failed.
@@ -154,6 +166,9 @@ class FakeEngine final : public Engine {
   Result<std::vector<TokenId>> Message(std::string_view role, std::string_view content, bool user_text,
                                        bool sanitize) const;
   Status CheckSequence(int32_t sequence) const;  // mu_ held
+  bool ShapeSensitive() const { return options_.memory == FakeMemory::kRecurrent && options_.shape_sensitive; }
+  // The piece each item of a call is decoded in, as llama.cpp's split_equal cuts the call.
+  std::vector<int32_t> Pieces(const std::vector<DecodeItem>& items) const;
 
   const FakeEngineOptions options_;
   ModelInfo info_;
@@ -162,6 +177,7 @@ class FakeEngine final : public Engine {
   mutable std::condition_variable cv_;
   bool loaded_ = true;
   std::vector<std::vector<TokenId>> memory_;  // per sequence
+  std::vector<std::vector<int32_t>> pieces_;  // per sequence and token: the piece it was decoded in
   struct Sampled {
     int32_t position = -1;
     TokenId token = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sched/prefill_cuts.h"
+
 namespace llmd::sched {
 
 void CheckpointStore::Put(std::vector<engine::TokenId> tokens, std::string state) {
@@ -24,10 +26,12 @@ void CheckpointStore::Evict() {
   bytes_ = total;
 }
 
-const Checkpoint* CheckpointStore::Find(const std::vector<engine::TokenId>& prompt, size_t limit) const {
+const Checkpoint* CheckpointStore::Find(const std::vector<engine::TokenId>& prompt, size_t limit,
+                                        const std::vector<size_t>* cuts) const {
   const Checkpoint* best = nullptr;
   for (const auto& c : entries_) {
     if (c.tokens.size() > limit || c.tokens.size() > prompt.size()) continue;
+    if (cuts != nullptr && !IsCut(*cuts, c.tokens.size())) continue;
     if (best != nullptr && c.tokens.size() <= best->tokens.size()) continue;
     if (std::equal(c.tokens.begin(), c.tokens.end(), prompt.begin())) best = &c;
   }

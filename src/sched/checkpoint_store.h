@@ -34,9 +34,12 @@ class CheckpointStore {
   // budget is not kept.
   void Put(std::vector<engine::TokenId> tokens, std::string state);
 
-  // The longest checkpoint whose tokens are a prefix of `prompt` and at most `limit` long,
-  // or null. The pointer is valid until the next Put or Clear.
-  const Checkpoint* Find(const std::vector<engine::TokenId>& prompt, size_t limit) const;
+  // The longest checkpoint whose tokens are a prefix of `prompt`, at most `limit` long and,
+  // when `cuts` is given, one of the prompt's prefill cuts (PrefillCuts: where its own cold
+  // prefill passes through the same state), or null. The pointer is valid until the next Put
+  // or Clear.
+  const Checkpoint* Find(const std::vector<engine::TokenId>& prompt, size_t limit,
+                         const std::vector<size_t>* cuts = nullptr) const;
   // A found checkpoint was restored (it becomes the most recently used), or a prefix that a
   // slot held could not be reused for want of one.
   void CountHit(const Checkpoint* used);

@@ -13,6 +13,7 @@
 #include "chat/think_stripper.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "sched/decode_calls.h"
 #include "sched/engine_worker_slot.h"
 
 namespace llmd::sched {
@@ -440,13 +441,15 @@ void EngineWorker::Admit(Job job) {
     return;
   }
 
-  const ReusePlan plan = PlanReuse(*prompt);
+  std::vector<size_t> cuts = PromptCuts(*prompt);
+  const ReusePlan plan = PlanReuse(*prompt, ShapeMatters() ? &cuts : nullptr);
   Slot& slot = *plan.target;
   const size_t keep = ApplyReuse(plan);
   slot.busy = true;
   slot.job_id = static_cast<uint64_t>(++use_counter_);
   slot.last_used = use_counter_;
   slot.prompt = std::move(*prompt);
+  slot.cuts = std::move(cuts);
   slot.prefilled = keep;
   slot.sampler = std::move(sampler);
   slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
@@ -474,7 +477,6 @@ bool EngineWorker::Step() {
   }
   ResolveSharedPrefixWaits();
   std::vector<engine::DecodeItem> batch;
-  std::vector<std::pair<Slot*, int32_t>> outputs;  // slot, its (first) logits' index in the batch
   // Generating slots first: one token each, so streams keep flowing, and its draft.
   std::vector<Slot*> generating;
   for (auto& s : slots_) {
@@ -487,7 +489,6 @@ bool EngineWorker::Step() {
   if (may_draft) DraftFor(generating, options_.batch_tokens - static_cast<int64_t>(generating.size()));
   bool drafted = false;
   for (Slot* s : generating) {
-    outputs.emplace_back(s, static_cast<int32_t>(batch.size()));
     const auto at = static_cast<int32_t>(s->resident.size());
     batch.push_back({s->sequence, at, s->pending, true});
     drafted = drafted || !s->draft.empty();
@@ -497,21 +498,32 @@ bool EngineWorker::Step() {
   }
   // Then prompt chunks, within the step's token budget.
   const size_t generated_items = batch.size();
+  bool first_chunk = true;
   for (auto& s : slots_) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
     if (!s->busy || s->has_pending || s->wait_source != nullptr || s->prefilled >= s->prompt.size()) continue;
-    AddPromptChunk(*s, &batch);
-    if (batch.back().logits) outputs.emplace_back(s.get(), static_cast<int32_t>(batch.size() - 1));
+    if (AddPromptChunk(*s, &batch, first_chunk)) first_chunk = false;
   }
   if (batch.empty()) return false;
   ++steps_;
-  if (Status st = engine_->DecodeBatch(batch); !st.ok()) {
-    RecoverFailedStep(batch, st);
-    return true;
+  const bool prefilled = batch.size() > generated_items;
+  std::vector<std::vector<engine::DecodeItem>> calls;
+  if (ShapeMatters()) {
+    calls = ShapeStableCalls(batch, static_cast<size_t>(engine_->model_info().memory.decode_shape_tokens));
+  } else {
+    calls.push_back(std::move(batch));
   }
-  AfterDecode(batch, outputs);
-  // A step that also prefilled says nothing about what drafts cost.
-  if (batch.size() == generated_items && !generating.empty()) {
+  bool failed = false;
+  for (const auto& call : calls) {
+    if (Status st = engine_->DecodeBatch(call); !st.ok()) {
+      RecoverFailedStep(call, st);
+      failed = true;
+      continue;
+    }
+    AfterDecode(call, OutputsOf(call));
+  }
+  // A step that also prefilled, or failed, says nothing about what drafts cost.
+  if (!prefilled && !failed && !generating.empty()) {
     draft_governor_.OnStep(generating.size(), drafted, clock_.NowUs() - start_us,
                            static_cast<int64_t>(sampled_tokens_ - sampled_before));
   }
@@ -519,14 +531,22 @@ bool EngineWorker::Step() {
 }
 
 // Adds the slot's next prompt tokens, up to the step's room and ending at the next
-// checkpoint, so the state after exactly those tokens can be saved.
-void EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch) {
+// checkpoint, so the state after exactly those tokens can be saved. Where the shape of a
+// decode matters, the chunk runs to the next prefill cut, never shorter: the step's first
+// chunk goes in whatever the room (it is a decode call of its own), a later one only if it fits.
+bool EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk) {
+  const size_t room = static_cast<size_t>(options_.batch_tokens) - batch->size();
+  size_t end = std::min(slot.prompt.size(), slot.prefilled + room);
+  if (!slot.cuts.empty()) {
+    const auto next = std::upper_bound(slot.cuts.begin(), slot.cuts.end(), slot.prefilled);
+    end = next == slot.cuts.end() ? slot.prompt.size() : *next;
+    if (!first_chunk && end - slot.prefilled > room) return false;
+  }
   if (!slot.prefill_started) {
     slot.prefill_started = true;
     slot.prefill_start_ms = clock_.NowMs();
     slot.out.stats.prefill_step = steps_.load() + 1;  // the step about to run
   }
-  size_t end = std::min(slot.prompt.size(), slot.prefilled + (options_.batch_tokens - batch->size()));
   for (size_t at : slot.checkpoint_at) {
     if (at > slot.prefilled) {
       end = std::min(end, at);
@@ -536,6 +556,19 @@ void EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* b
   for (size_t at = slot.prefilled; at < end; ++at) {
     batch->push_back({slot.sequence, static_cast<int32_t>(at), slot.prompt[at], at + 1 == slot.prompt.size()});
   }
+  return true;
+}
+
+// Each slot in `items` and the index of its first item with logits: the last prompt token,
+// or the pending token with its draft (whose logits follow it) behind.
+std::vector<std::pair<EngineWorker::Slot*, int32_t>> EngineWorker::OutputsOf(
+    const std::vector<engine::DecodeItem>& items) {
+  std::vector<std::pair<Slot*, int32_t>> outputs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].logits || (i > 0 && items[i - 1].sequence == items[i].sequence && items[i - 1].logits)) continue;
+    outputs.emplace_back(slots_[items[i].sequence].get(), static_cast<int32_t>(i));
+  }
+  return outputs;
 }
 
 void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
@@ -586,12 +619,7 @@ void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batc
       Fail(slot, st);
       continue;
     }
-    // The first item with logits: the last prompt token, or the pending token with its draft
-    // (whose logits follow it) behind.
-    std::vector<std::pair<Slot*, int32_t>> outputs;
-    const auto first = std::find_if(items.begin(), items.end(), [](const engine::DecodeItem& d) { return d.logits; });
-    if (first != items.end()) outputs.emplace_back(&slot, static_cast<int32_t>(first - items.begin()));
-    AfterDecode(items, outputs);
+    AfterDecode(items, OutputsOf(items));
   }
 }
 

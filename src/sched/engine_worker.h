@@ -4,15 +4,16 @@
 // except the engine thread itself.
 //
 // Continuous batching: up to Engine::sequences() jobs run at once, one slot (KV sequence)
-// each. Every step is one decode call holding the next token of every generating slot plus
-// prompt chunks of slots still prefilling (bounded by batch_tokens), so a long prompt never
-// stalls running streams and new jobs join between steps.
+// each. Every step holds the next token of every generating slot plus prompt chunks of slots
+// still prefilling (bounded by batch_tokens), so a long prompt never stalls running streams
+// and new jobs join between steps. It is one decode call, or on recurrent memory one call per
+// shape, so that a prompt's arithmetic never depends on what else the step holds.
 //
 // Prefix reuse: a new job takes the free slot that lets it skip the most prompt tokens: its
 // own cached tokens, or another slot's copied over (the same system prompt held by a busy
 // slot, say), trimmed to the common prefix. Memory that cannot be trimmed (a recurrent
-// state) is restored from a checkpoint saved at a message boundary or near the end of an
-// earlier prompt (CheckpointStore). Requests that arrive together with a shared prefix that
+// state) is restored from a checkpoint saved at one of the prompt's prefill cuts, where its
+// own cold prefill would pass through the same state (PrefillCuts, CheckpointStore). Requests that arrive together with a shared prefix that
 // no slot holds yet prefill it once: the later ones wait for the first to pass it, then copy.
 //
 // Speculative decoding: where the engine drafts, each generating slot's draft rides in the
@@ -155,14 +156,25 @@ class EngineWorker {
   void Admit(Job job);
   void RunEmbeddings(Job& job);
   Result<engine::ChatPlan> BuildPrompt(Job& job);
-  // `only_target`: plan for that slot alone (a job already on it), else for any free slot.
-  ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target = nullptr);
+  // Where the shape of a decode changes its arithmetic (MemoryCapabilities::
+  // decode_shape_tokens): prompts are prefilled cut at PrefillCuts and steps are decoded in
+  // ShapeStableCalls, so the cache never changes an answer.
+  bool ShapeMatters() const { return engine_->model_info().memory.decode_shape_tokens > 0; }
+  std::vector<size_t> PromptCuts(const std::vector<engine::TokenId>& prompt) const;  // empty unless ShapeMatters
+  // `cuts`: the prompt's (ShapeMatters), else null. `only_target`: plan for that slot alone
+  // (a job already on it), else for any free slot.
+  ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, const std::vector<size_t>* cuts,
+                      Slot* only_target = nullptr);
+  // Whether a slot's memory as it stands is the state a cold prefill cut at `cuts` passes
+  // through (always where the shape does not matter).
+  static bool LiveStateServes(const Slot& source, const std::vector<size_t>* cuts);
   size_t ApplyReuse(const ReusePlan& plan);
   void ResolveSharedPrefixWaits();
   void PlanCheckpoints(Slot& slot);
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
-  void AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch);
+  bool AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk);
+  std::vector<std::pair<Slot*, int32_t>> OutputsOf(const std::vector<engine::DecodeItem>& items);
   // Speculative decoding: drafts for the generating slots where it is on and pays, within
   // `room` tokens of the step; each slot's draft goes to Slot::draft.
   void DraftFor(const std::vector<Slot*>& generating, int64_t room);

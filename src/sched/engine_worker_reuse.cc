@@ -2,8 +2,10 @@
 // another slot's copied over, a recurrent-state checkpoint), where its prefill saves
 // checkpoints, and waiting for a slot that is prefilling a shared prefix right now.
 #include <algorithm>
+#include <span>
 
 #include "common/log.h"
+#include "sched/prefill_cuts.h"
 #include "sched/engine_worker_slot.h"
 
 namespace llmd::sched {
@@ -13,9 +15,38 @@ size_t CommonPrefix(const std::vector<engine::TokenId>& a, const std::vector<eng
   return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
 }
 
+// The cuts below `length`.
+std::span<const size_t> CutsBelow(const std::vector<size_t>& cuts, size_t length) {
+  return {cuts.data(), static_cast<size_t>(std::lower_bound(cuts.begin(), cuts.end(), length) - cuts.begin())};
+}
+
+// The longest prefix, at most `limit` tokens, that both prompts' cold prefills pass through
+// with the same state: a cut of both, with the same cuts before it.
+size_t LastCommonCut(const std::vector<size_t>& a, const std::vector<size_t>& b, size_t limit) {
+  size_t best = 0;
+  for (size_t i = 0; i < a.size() && i < b.size() && a[i] == b[i] && a[i] <= limit; ++i) best = a[i];
+  return best;
+}
+
 }  // namespace
 
-EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt, Slot* only_target) {
+std::vector<size_t> EngineWorker::PromptCuts(const std::vector<engine::TokenId>& prompt) const {
+  if (!ShapeMatters()) return {};
+  // A chunk is one piece of one decode call, and fits one step.
+  const int32_t piece = std::min(engine_->model_info().memory.decode_shape_tokens, options_.batch_tokens);
+  return PrefillCuts(prompt, engine_->MessageStartToken(), static_cast<size_t>(piece));
+}
+
+bool EngineWorker::LiveStateServes(const Slot& source, const std::vector<size_t>* cuts) {
+  const size_t n = source.resident.size();
+  if (cuts == nullptr || n == 0) return true;
+  // Generated tokens were decoded one at a time, which a cold prefill of them is not.
+  if (n > source.prompt.size() || !IsCut(*cuts, n)) return false;
+  return std::ranges::equal(CutsBelow(source.cuts, n), CutsBelow(*cuts, n));
+}
+
+EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt,
+                                                const std::vector<size_t>* cuts, Slot* only_target) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
   const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
   // What `source`'s memory can give a job landing on `target`.
@@ -23,9 +54,10 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     *checkpoint = nullptr;
     if (&source != &target && !caps.sequence_copy) return 0;
     const size_t limit = std::min(CommonPrefix(source.resident, prompt), limit_all);
-    if (caps.partial_truncation || limit == source.resident.size()) return limit;
+    if (caps.partial_truncation) return limit;
+    if (limit == source.resident.size() && LiveStateServes(source, cuts)) return limit;
     if (!caps.state_checkpoints) return 0;
-    *checkpoint = checkpoints_.Find(prompt, limit);
+    *checkpoint = checkpoints_.Find(prompt, limit, cuts);
     return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
   };
   ReusePlan best;
@@ -88,26 +120,24 @@ size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
   return 0;
 }
 
-// Where to save the recurrent state while this slot prefills: before each of the last few
-// message starts (a shared system prompt, the history of a conversation) and near the end of
-// the prompt (the same prompt sent again).
+// Where to save the recurrent state while this slot prefills, among its prefill cuts: the last
+// few message starts (a shared system prompt, the history of a conversation) and the cut
+// before the last token (the same prompt sent again). Chosen from the whole prompt, then those
+// still ahead, so a job saves the same checkpoints whatever prefix it started from.
 void EngineWorker::PlanCheckpoints(Slot& slot) {
   slot.checkpoint_at.clear();
-  if (!engine_->model_info().memory.state_checkpoints) return;
+  if (!engine_->model_info().memory.state_checkpoints || slot.cuts.empty()) return;
   constexpr size_t kMessageCheckpoints = 4;
-  const engine::TokenId start = engine_->MessageStartToken();
-  const size_t last = slot.prompt.size() - 1;
-  for (size_t i = last; i > slot.prefilled && start >= 0; --i) {
-    if (slot.prompt[i] != start) continue;
-    slot.checkpoint_at.push_back(i);
-    if (slot.checkpoint_at.size() == kMessageCheckpoints) break;
-  }
-  std::reverse(slot.checkpoint_at.begin(), slot.checkpoint_at.end());
-  // The one before the last token, unless a message start (the generation prompt's, usually)
-  // is a few tokens before it anyway: restoring that one costs those few tokens, not a copy.
+  const size_t last = slot.cuts.back();
+  std::vector<size_t> at = MessageCuts(slot.prompt, slot.cuts, engine_->MessageStartToken());
+  std::erase(at, last);
+  if (at.size() > kMessageCheckpoints) at.erase(at.begin(), at.end() - kMessageCheckpoints);
+  // The last cut, unless a message start (the generation prompt's, usually) is a few tokens
+  // before it anyway: restoring that one costs those few tokens, not a state copy.
   constexpr size_t kNearEnd = 16;
-  if (last > slot.prefilled && (slot.checkpoint_at.empty() || slot.checkpoint_at.back() + kNearEnd < last)) {
-    slot.checkpoint_at.push_back(last);
+  if (at.empty() || at.back() + kNearEnd < last) at.push_back(last);
+  for (size_t c : at) {
+    if (c > slot.prefilled) slot.checkpoint_at.push_back(c);
   }
 }
 
@@ -121,7 +151,8 @@ void EngineWorker::WaitForSharedPrefix(Slot& slot) {
   size_t until = 0;
   for (auto& o : slots_) {
     if (o.get() == &slot || !o->busy || o->wait_source != nullptr || o->has_pending) continue;
-    const size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
+    size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
+    if (ShapeMatters()) shared = LastCommonCut(slot.cuts, o->cuts, shared);
     if (shared < slot.prefilled + options_.min_shared_prefix || o->prefilled >= shared) continue;
     if (shared > until) {
       source = o.get();
@@ -147,7 +178,7 @@ void EngineWorker::ResolveSharedPrefixWaits() {
     const bool gone = !source.busy || source.job_id != s->wait_job_id;
     if (!gone && source.prefilled < s->wait_until) continue;
     s->wait_source = nullptr;
-    ReusePlan plan = PlanReuse(s->prompt, s.get());
+    ReusePlan plan = PlanReuse(s->prompt, ShapeMatters() ? &s->cuts : nullptr, s.get());
     if (plan.keep > s->prefilled) {
       s->prefilled = ApplyReuse(plan);
       s->out.stats.cached_tokens = static_cast<int32_t>(s->prefilled);

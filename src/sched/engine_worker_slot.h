@@ -31,6 +31,7 @@ struct EngineWorker::Slot {
   std::string session_system;             // SessionTurn: the session's system prompt
   std::vector<engine::TokenId> prompt;
   size_t prefilled = 0;                   // prompt tokens in memory
+  std::vector<size_t> cuts;               // PrefillCuts of `prompt` (ShapeMatters)
   std::vector<size_t> checkpoint_at;      // prompt lengths to save the recurrent state after
   // Waiting for another slot to prefill the prefix this job shares with it (wait_until
   // tokens), to copy it instead of computing it twice.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/fake_engine.h"
+#include "sched/prefill_cuts.h"
 #include "sched/worker_test_rig.h"
 
 namespace llmd::sched {
@@ -318,10 +319,9 @@ TEST(EngineWorker, OnRecurrentMemoryResentDivergingAndPrefixPromptsMatchTheirSol
 
   auto resent = rig.Run(Chat(system, "What is the time?", 6));
   ASSERT_TRUE(resent.has_value()) << resent.error().ToString();
-  // Restored from the checkpoint before the generation prompt's message start ("assistant\n").
+  // Restored from the checkpoint before the last prompt token, a cut of its cold prefill too.
   const auto prompt = ChatTokens(system, "What is the time?");
-  const auto last_start = std::find(prompt.rbegin(), prompt.rend(), FakeEngine().MessageStartToken()).base() - 1;
-  EXPECT_EQ(resent->stats.cached_tokens, static_cast<int32_t>(last_start - prompt.begin()));
+  EXPECT_EQ(resent->stats.cached_tokens, static_cast<int32_t>(prompt.size() - 1));
   EXPECT_EQ(resent->tokens, Solo(Chat(system, "What is the time?", 6), kRecurrent));
 
   auto other = rig.Run(Chat(diverged, "What is the time?", 6));
@@ -364,7 +364,21 @@ TEST(EngineWorker, OnRecurrentMemoryASessionContinuesAfterAOneShotRequestOnItsSl
 // --- Shared-prefix dedup: a burst with one system prompt prefills it once.
 
 // Tests that hold for attention and recurrent memory alike.
-class EitherMemory : public ::testing::TestWithParam<FakeMemory> {};
+class EitherMemory : public ::testing::TestWithParam<FakeMemory> {
+ protected:
+  // The prefix of `a` that a job prefilling `b` beside it can take instead of computing it:
+  // all they share on attention memory; on recurrent memory, up to the last prefill cut they
+  // share (PrefillCuts, with the worker's batch_tokens as the piece).
+  size_t Shared(const std::vector<TokenId>& a, const std::vector<TokenId>& b, size_t batch_tokens) const {
+    const size_t common = std::min(CommonPrefix(a, b), std::min(a.size(), b.size()) - 1);
+    if (GetParam() == FakeMemory::kAttention) return common;
+    const auto ca = PrefillCuts(a, FakeEngine::kMessageStart, batch_tokens);
+    const auto cb = PrefillCuts(b, FakeEngine::kMessageStart, batch_tokens);
+    size_t shared = 0;
+    for (size_t i = 0; i < ca.size() && i < cb.size() && ca[i] == cb[i] && ca[i] <= common; ++i) shared = ca[i];
+    return shared;
+  }
+};
 
 TEST_P(EitherMemory, JobsAdmittedTogetherPrefillTheirSharedSystemPromptOnce) {
   const FakeEngineOptions engine_options{.sequences = 5, .memory = GetParam()};
@@ -380,13 +394,13 @@ TEST_P(EitherMemory, JobsAdmittedTogetherPrefillTheirSharedSystemPromptOnce) {
   rig.Release();
   ASSERT_TRUE(Await(*blocker).has_value());
 
-  const size_t shared = CommonPrefix(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]));
+  const size_t shared = Shared(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]), 64);
   size_t tails = 0;
   for (const auto& q : questions) tails += ChatTokens(system, q).size() - shared;
   for (size_t i = 0; i < questions.size(); ++i) {
     auto done = Await(*channels[i]);
     ASSERT_TRUE(done.has_value()) << questions[i] << ": " << done.error().ToString();
-    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options)) << questions[i];
+    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options, TestOptions(64))) << questions[i];
   }
   const int64_t decoded = rig.fake->prompt_tokens_decoded() - 1;  // less the blocker's
   EXPECT_GE(decoded, static_cast<int64_t>(shared + tails));
@@ -408,13 +422,13 @@ TEST_P(EitherMemory, JobsArrivingDuringItsPrefillCopyWhatIsThereAndWaitForTheRes
   for (size_t i = 1; i < questions.size(); ++i) channels.push_back(rig.Submit(Chat(system, questions[i], 5)));
   rig.Release();
 
-  const size_t shared = CommonPrefix(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]));
+  const size_t shared = Shared(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]), 64);
   size_t tails = 0;
   for (const auto& q : questions) tails += ChatTokens(system, q).size() - shared;
   for (size_t i = 0; i < questions.size(); ++i) {
     auto done = Await(*channels[i]);
     ASSERT_TRUE(done.has_value()) << questions[i] << ": " << done.error().ToString();
-    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options)) << questions[i];
+    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options, TestOptions(64))) << questions[i];
   }
   EXPECT_LT(rig.fake->prompt_tokens_decoded(), static_cast<int64_t>(2 * shared + tails));
   EXPECT_EQ(rig.fake->prompt_tokens_decoded(), static_cast<int64_t>(shared + tails));
@@ -440,13 +454,13 @@ TEST_P(EitherMemory, WaitingJobsStillShareThePrefixWhenTheJobTheyWaitForIsCancel
   auto cancelled = Await(*channels[0]);
   ASSERT_TRUE(cancelled.has_value()) << cancelled.error().ToString();
   EXPECT_EQ(cancelled->stats.finish_reason, FinishReason::kCancelled);
-  const size_t shared = CommonPrefix(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]));
+  const size_t shared = Shared(ChatTokens(system, questions[0]), ChatTokens(system, questions[1]), 64);
   size_t tails = 0;
   for (size_t i = 1; i < questions.size(); ++i) {
     tails += ChatTokens(system, questions[i]).size() - shared;
     auto done = Await(*channels[i]);
     ASSERT_TRUE(done.has_value()) << questions[i] << ": " << done.error().ToString();
-    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options)) << questions[i];
+    EXPECT_EQ(done->tokens, Solo(Chat(system, questions[i], 5), engine_options, TestOptions(64))) << questions[i];
   }
   // The three left prefill the shared prompt once between them, not once each.
   EXPECT_LT(rig.fake->prompt_tokens_decoded() - 1, static_cast<int64_t>(2 * shared + tails));
@@ -472,9 +486,14 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
   second.push_back({"user", "Another one."});
   auto done = rig.Run(conversation(second));
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
-  // All but the reply's last token, which was sampled but never fed back.
+  // Attention: all but the reply's last token, which was sampled but never fed back.
+  // Recurrent: the first prompt's generation prompt, from the checkpoint at its start: the
+  // reply was decoded a token at a time, which a cold prefill of it is not.
   const size_t first_prompt = FakeEngine().ConversationPrompt(first, {}, true).value().prompt.size();
-  EXPECT_EQ(done->stats.cached_tokens, static_cast<int32_t>(first_prompt + reply->tokens.size() - 1));
+  const size_t reply_start = first_prompt - std::string("assistant\n").size() - 1;
+  EXPECT_EQ(done->stats.cached_tokens, static_cast<int32_t>(GetParam() == FakeMemory::kAttention
+                                                                 ? first_prompt + reply->tokens.size() - 1
+                                                                 : reply_start));
   EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
   EXPECT_EQ(rig.fake->refused_operations(), 0);
 }
@@ -499,9 +518,16 @@ TEST_P(EitherMemory, AFailingDecodeFailsOnlyItsOwnRequest) {
   EXPECT_EQ(done_a->tokens, Solo(Raw("alpha job", 10), poisoned));
   EXPECT_EQ(done_c->tokens, Solo(Raw("gamma job, longer", 10), poisoned));
   const Batches failed_batches = rig.fake->failed_batches();
-  EXPECT_TRUE(std::any_of(failed_batches.begin(), failed_batches.end(),
-                          [](const auto& b) { return SequencesIn(b).size() == 3; }))
-      << "the poisoned prompt shared a step with both other jobs";
+  if (GetParam() == FakeMemory::kAttention) {
+    EXPECT_TRUE(std::any_of(failed_batches.begin(), failed_batches.end(),
+                            [](const auto& b) { return SequencesIn(b).size() == 3; }))
+        << "the poisoned prompt shared a step with both other jobs";
+  } else {
+    // Each prompt chunk is a decode call of its own (ShapeStableCalls): only the poisoned
+    // job's calls fail.
+    ASSERT_FALSE(failed_batches.empty());
+    for (const auto& b : failed_batches) EXPECT_EQ(SequencesIn(b).size(), 1u);
+  }
 }
 
 TEST_P(EitherMemory, AStepThatFailsOnceIsRetriedPerSequence) {
@@ -522,7 +548,9 @@ TEST_P(EitherMemory, AStepThatFailsOnceIsRetriedPerSequence) {
   EXPECT_EQ(done_a->tokens, Solo(Chat("system", "first job", 10), engine_options));
   EXPECT_EQ(done_b->tokens, Solo(Chat("system", "second job!", 10), engine_options));
   ASSERT_EQ(rig.fake->failed_batches().size(), 1u);
-  EXPECT_EQ(SequencesIn(rig.fake->failed_batches()[0]).size(), 2u);
+  // Recurrent memory: each prompt chunk is a decode call of its own, and the one that failed
+  // is retried alone.
+  EXPECT_EQ(SequencesIn(rig.fake->failed_batches()[0]).size(), GetParam() == FakeMemory::kAttention ? 2u : 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(EngineWorker, EitherMemory, ::testing::Values(FakeMemory::kAttention, FakeMemory::kRecurrent),

@@ -124,9 +124,10 @@ class Rig {
   std::unique_ptr<EngineWorker> worker;
 };
 
-// The tokens `job` generates alone on a fresh worker.
-inline std::vector<TokenId> Solo(Job job, FakeEngineOptions engine_options = {}) {
-  Rig rig(engine_options);
+// The tokens `job` generates alone on a fresh worker. On recurrent memory the worker's
+// batch_tokens bounds where a prompt is cut (PrefillCuts), so compare under the same options.
+inline std::vector<TokenId> Solo(Job job, FakeEngineOptions engine_options = {}, WorkerOptions options = TestOptions()) {
+  Rig rig(engine_options, options);
   auto done = rig.Run(std::move(job));
   EXPECT_TRUE(done.has_value()) << done.error().ToString();
   return done.has_value() ? done->tokens : std::vector<TokenId>{};

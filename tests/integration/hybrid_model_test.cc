@@ -149,7 +149,11 @@ TEST_F(HybridModelTest, AChatSessionContinuesAfterAOneShotRequestOnTheSameSlot) 
   EXPECT_GT(t2->prompt_tokens, t1->prompt_tokens + t1->tokens_generated);
   auto t3 = c.Chat("reader", "Thanks.", Greedy(8), nullptr);
   ASSERT_TRUE(t3.has_value());
-  EXPECT_GE(t3->cached_tokens, t2->prompt_tokens) << "turn 3 prefills only its own text";
+  // Turn 3 restores a checkpoint from turn 2's prompt and prefills turn 2's reply with its own
+  // text: the reply was decoded a token at a time, which a cold prefill of the same history is
+  // not, so its live state would make the answer depend on the cache (docs/architecture.md).
+  EXPECT_GT(t3->cached_tokens, t1->prompt_tokens / 2) << "the conversation so far came from a checkpoint";
+  EXPECT_LE(t3->cached_tokens, t2->prompt_tokens);
 }
 
 TEST_F(HybridModelTest, APeerLeavingMidPrefillCancelsAndTheNextRequestIsCorrect) {

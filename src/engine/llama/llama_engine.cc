@@ -608,6 +608,7 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   const bool recurrent = llama_model_is_recurrent(model_.get()) || llama_model_is_hybrid(model_.get());
   info_.memory.partial_truncation = !recurrent;
   info_.memory.state_checkpoints = recurrent;
+  info_.memory.decode_shape_tokens = recurrent ? static_cast<int32_t>(llama_n_ubatch(ctx_.get())) : 0;
   info_.memory.sequence_copy = true;
   info_.has_chat_template = chat_template_->from_model();
   info_.placement = MeasurePlacement(ctx_.get(), placement.plan);

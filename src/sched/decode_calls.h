@@ -1,0 +1,24 @@
+// Splits one decode step into calls in which every sequence's tokens are computed in one
+// piece, the same piece they would be alone: llama.cpp cuts a call holding sequences with
+// different token counts into pieces with equal counts per sequence (split_equal), so a
+// prompt chunk decoded beside one-token steps would be computed as 1 + the rest, and a
+// recurrent state's arithmetic depends on those pieces (MemoryCapabilities::
+// decode_shape_tokens). Sequences with the same count share a call, as many as one piece of
+// `piece_tokens` holds.
+#ifndef LLMD_SCHED_DECODE_CALLS_H_
+#define LLMD_SCHED_DECODE_CALLS_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace llmd::sched {
+
+// The calls, each item in its sequence's order; sequences in the order they first appear.
+std::vector<std::vector<engine::DecodeItem>> ShapeStableCalls(const std::vector<engine::DecodeItem>& items,
+                                                             size_t piece_tokens);
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_DECODE_CALLS_H_

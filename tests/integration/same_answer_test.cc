@@ -1,0 +1,144 @@
+// The same greedy request gives the same text whatever the cache holds, on the real engine,
+// for the dense tiny model and the hybrid one (Gated DeltaNet + attention): sent again and
+// again, after other questions on the same system prompt, batched with others, and through
+// every API that can say the same thing (the native protocol, OpenAI chat, Responses,
+// Anthropic Messages, Ollama). The cold answer, from a daemon that has served nothing, is the
+// reference. docs/architecture.md ("What the cached path guarantees") says which comparisons
+// hold exactly and why.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llmd/client.h"
+#include "tests/support/http_harness.h"
+
+namespace llmd::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kSystems = {"Be brief and kind.", "Be brief and kind!", "You are a helpful assistant.",
+                                           "Answer like a pirate, in one sentence, and never break character."};
+const std::vector<std::string> kQuestions = {"Say hi.", "What is two plus two?", "Name a colour."};
+constexpr int kTokens = 16;
+
+struct Answer {
+  std::string text;
+  int cached = -1;
+};
+
+// OpenAI chat/completions, greedy, the repeat penalty off (it would be the same either way;
+// off, nothing but the cache can change the text).
+Answer Chat(HttpDaemon& d, const std::string& system, const std::string& question) {
+  const json body = {{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", question}}}},
+                     {"max_tokens", kTokens},
+                     {"temperature", 0},
+                     {"repeat_penalty", 1.0}};
+  HttpReply r = d.Unix("POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return {};
+  const json j = json::parse(r.body);
+  return {j["choices"][0]["message"]["content"].get<std::string>(),
+          j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>()};
+}
+
+// What the question gets from a daemon that has served nothing.
+std::string Cold(const std::string& model, const std::string& system, const std::string& question) {
+  HttpDaemon fresh({"--rate-limit", "100000"}, model);
+  EXPECT_TRUE(fresh.process().ready()) << fresh.process().log();
+  return Chat(fresh, system, question).text;
+}
+
+class SameAnswer : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::string Model() const { return GetParam() == "dense" ? TinyModelPath() : Qwen35TinyPath(); }
+};
+
+// The case this test was written for: three identical requests in a row on a hybrid model
+// gave one text, then another (a checkpoint restored where the cold prefill had not cut).
+// Every system prompt with every question, three times, after all that came before.
+TEST_P(SameAnswer, EveryQuestionSentThreeTimesGivesItsColdAnswer) {
+  HttpDaemon d({"--rate-limit", "100000"}, Model());
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  int reused = 0;
+  for (const auto& system : kSystems) {
+    for (const auto& question : kQuestions) {
+      const std::string cold = Cold(Model(), system, question);
+      for (int send = 1; send <= 3; ++send) {
+        const Answer a = Chat(d, system, question);
+        EXPECT_EQ(a.text, cold) << "'" << system << "' / '" << question << "', send " << send << " (cached "
+                                << a.cached << ")";
+        reused += a.cached > 0;
+      }
+    }
+  }
+  EXPECT_GE(reused, 24) << "every resend came from the cache";
+}
+
+// One question in a step with 1, 2 and 3 others, sharing its system prompt or not.
+TEST_P(SameAnswer, ARequestBatchedWithOthersGivesItsColdAnswer) {
+  const std::string cold = Cold(Model(), kSystems[3], kQuestions[1]);
+  for (size_t others = 1; others <= 3; ++others) {
+    HttpDaemon d({"--rate-limit", "100000", "--parallel", "4"}, Model());
+    ASSERT_TRUE(d.process().ready()) << d.process().log();
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < others; ++i) {
+      threads.emplace_back([&, i] { (void)Chat(d, kSystems[i % 2 == 0 ? 3 : 0], kQuestions[i % 3] + " Go on."); });
+    }
+    const Answer a = Chat(d, kSystems[3], kQuestions[1]);
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(a.text, cold) << others << " others";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SameAnswer, ::testing::Values("dense", "hybrid"),
+                         [](const auto& info) { return info.param; });
+
+// The same conversation through each API: the same prompt, so the same text. Each request
+// asks for greedy decoding in its own API's words; the repeat penalty is the daemon's.
+TEST(SameAnswerAcrossApis, EveryApiGivesTheSameTextForTheSameConversation) {
+  const std::string kModel = "qwen35-tiny-q8_0";
+  HttpDaemon d({"--rate-limit", "100000", "--repeat-penalty", "1.0"}, Qwen35TinyPath());
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  const std::string& system = kSystems[2];
+  const std::string& question = kQuestions[2];
+  const std::string openai = Chat(d, system, question).text;
+  ASSERT_FALSE(openai.empty());
+
+  GenerateOptions o;
+  o.system = system;
+  o.max_tokens = kTokens;
+  o.temperature = 0.0f;
+  auto native = LlmClient(d.process().socket()).GenerateStream(question, o, nullptr);
+  ASSERT_TRUE(native.has_value()) << native.error().ToString();
+  EXPECT_EQ(native->text, openai) << "native";
+
+  const json messages = {{{"role", "user"}, {"content", question}}};
+  HttpReply anthropic = d.Unix("POST", "/v1/messages",
+                               json{{"model", kModel}, {"system", system}, {"messages", messages}, {"max_tokens", kTokens},
+                                    {"temperature", 0}}
+                                   .dump());
+  ASSERT_EQ(anthropic.status, 200) << anthropic.body;
+  EXPECT_EQ(json::parse(anthropic.body)["content"][0]["text"].get<std::string>(), openai) << "anthropic";
+
+  HttpReply responses = d.Unix("POST", "/v1/responses",
+                               json{{"instructions", system}, {"input", question}, {"max_output_tokens", kTokens},
+                                    {"temperature", 0}}
+                                   .dump());
+  ASSERT_EQ(responses.status, 200) << responses.body;
+  EXPECT_EQ(json::parse(responses.body)["output"][0]["content"][0]["text"].get<std::string>(), openai) << "responses";
+
+  const json ollama_messages = {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", question}}};
+  HttpReply ollama = d.Unix("POST", "/api/chat",
+                            json{{"model", kModel}, {"messages", ollama_messages}, {"stream", false},
+                                 {"options", {{"temperature", 0}, {"num_predict", kTokens}}}}
+                                .dump());
+  ASSERT_EQ(ollama.status, 200) << ollama.body;
+  EXPECT_EQ(json::parse(ollama.body)["message"]["content"].get<std::string>(), openai) << "ollama";
+}
+
+}  // namespace
+}  // namespace llmd::testing
