@@ -5,6 +5,7 @@
 
 #include "engine/llama/llama_engine.h"
 #include "sched/engine_worker.h"
+#include "sched/job_waiter.h"
 #include "sched/warm_up.h"
 
 namespace llmd {
@@ -54,32 +55,25 @@ struct LocalEngine::Impl {
     std::shared_lock<std::shared_mutex> lock(mu);
     if (!worker) return UnavailableError("the engine was released");
     LLMD_RETURN_IF_ERROR(worker->Submit(std::move(job)));
-    bool forwarding = true;
     std::string forwarded;  // what the callback was given, when it stopped the generation
-    while (true) {
-      auto event = channel->TryPop();
-      if (!event) {
-        channel->Wait(100);
-        continue;
-      }
-      switch (event->type) {
-        case sched::JobEvent::Type::kText:
-          // A callback that says stop cancels at the next step; the text so far is kept.
-          if (!forwarding) break;
-          forwarded += event->text;
-          if (!on_text(event->text)) {
-            forwarding = false;
-            channel->Cancel();
-          }
-          break;
-        case sched::JobEvent::Type::kError: return event->error;
-        case sched::JobEvent::Type::kDone: {
-          const LocalStats st = Record(event->completion.stats);
-          if (stats != nullptr) *stats = st;
-          return forwarding ? std::move(event->completion.text) : std::move(forwarded);
-        }
-      }
+    sched::WaitOptions wait;
+    // A callback that says stop cancels at the next step; the text so far is kept, and the
+    // waiter drains the job to its end for its stats (an app wants them; nothing is stuck).
+    wait.drain_limit_ms = sched::WaitOptions::kDrainUntilEnd;
+    if (on_text) {
+      wait.on_text = [&](const sched::JobEvent& event) {
+        forwarded += event.text;
+        return on_text(event.text);
+      };
     }
+    sched::WaitResult result = sched::JobWaiter().Wait(*channel, wait);
+    if (!result.error.ok()) return result.error;
+    if (result.ended) {
+      const LocalStats st = Record(result.completion.stats);
+      if (stats != nullptr) *stats = st;
+    }
+    if (result.end == sched::WaitEnd::kStopped) return forwarded;
+    return std::move(result.completion.text);
   }
 
   LocalStats Record(const engine::GenerationStats& st) {

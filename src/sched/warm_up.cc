@@ -1,6 +1,7 @@
 #include "sched/warm_up.h"
 
 #include "sched/engine_worker.h"
+#include "sched/job_waiter.h"
 
 namespace llmd::sched {
 
@@ -17,15 +18,8 @@ Result<std::unique_ptr<engine::Engine>> WarmUp(std::unique_ptr<engine::Engine> e
   job.options.sampling = engine::SamplingParams::Greedy();
   auto channel = job.channel;
   Status status = worker.Submit(std::move(job));
-  while (status.ok()) {
-    auto event = channel->TryPop();
-    if (!event) {
-      channel->Wait(100);
-      continue;
-    }
-    if (event->type == JobEvent::Type::kError) status = event->error;
-    if (event->type != JobEvent::Type::kText) break;
-  }
+  // No deadline and no peer: loading waits for the first decode however long it takes.
+  if (status.ok()) status = JobWaiter().Wait(*channel, WaitOptions{}).error;
   auto warmed = worker.Release();
   if (!status.ok()) return status.WithContext("warm-up failed");
   return warmed;

@@ -1,0 +1,122 @@
+#include "sched/request_dispatch.h"
+
+#include <string>
+#include <utility>
+
+#include "common/log.h"
+#include "sched/guard.h"
+
+namespace llmd::sched {
+namespace {
+
+RunOutcome Failed(Status error) {
+  RunOutcome outcome;
+  outcome.error = std::move(error);
+  return outcome;
+}
+
+// `error` prefixed with the step it happened in ("guard: ..."), if any.
+Status InStep(const Status& error, std::string_view step) { return step.empty() ? error : error.WithContext(step); }
+
+// Sends the allowed answer as one text event, as a streaming peer expects it. False: the peer
+// could not take it.
+bool ShowWhole(const RunRequest& r, const engine::Completion& answer) {
+  if (!r.on_text || answer.text.empty()) return true;
+  JobEvent whole = JobEvent::Text(answer.text);
+  whole.logprobs = answer.logprobs;
+  whole.parser = answer.parser;
+  return r.on_text(whole);
+}
+
+}  // namespace
+
+Status RequestDispatcher::StoppingOr(const Status& error) const {
+  return state_.stopping() ? ShuttingDownError() : error;
+}
+
+Result<ModelRoute> RequestDispatcher::Resolve(const RunRequest& r) const {
+  ModelRoute route;
+  route.worker = state_.WorkerFor(r.model);
+  if (route.worker == nullptr) {
+    const std::string what = r.model ? "unknown model '" + *r.model + "'" : "no model is loaded";
+    return NotFoundError(what + "; loaded: " + state_.ModelNames()).WithReason(ErrorReason::kUnknownModel);
+  }
+  if (r.guard) {
+    route.guard = state_.WorkerFor(state_.config()->guard_model);
+    if (route.guard == nullptr) {
+      return InvalidArgumentError("the guard cascade needs guard_model to name a loaded model");
+    }
+  }
+  if (state_.stopping()) return ShuttingDownError();
+  return route;
+}
+
+RunOutcome RequestDispatcher::Dispatch(RunRequest r) const {
+  auto route = Resolve(r);
+  if (!route) return Failed(route.error());
+  const int64_t deadline = r.timeout_ms > 0 ? waiter_.clock().NowMs() + r.timeout_ms : 0;
+  const bool stream = r.job.stream;
+  Job job = std::move(r.job);
+  // With the guard on, nothing is shown before its verdict.
+  RunOutcome answer = Await(*route->worker, std::move(job), r, deadline, stream && !r.guard, "");
+  if (answer.kind != RunOutcome::Kind::kDone) return answer;
+  const bool cancelled = answer.completion.stats.finish_reason == engine::FinishReason::kCancelled;
+  if (cancelled && state_.stopping()) return Failed(ShuttingDownError());
+  if (r.guard && !cancelled) return Guard(r, *route->guard, stream, std::move(answer.completion), deadline);
+  return answer;
+}
+
+RunOutcome RequestDispatcher::Await(EngineWorker& worker, Job job, const RunRequest& r, int64_t deadline,
+                                    bool forward, std::string_view step) const {
+  auto channel = job.channel;
+  if (Status s = worker.Submit(std::move(job)); !s.ok()) return Failed(InStep(s, step));
+  WaitOptions wait;
+  wait.deadline_ms = deadline;
+  wait.peer = {r.peer_fd, r.half_close_is_gone};
+  if (forward) wait.on_text = r.on_text;
+  WaitResult result = waiter_.Wait(*channel, wait);
+  RunOutcome outcome;
+  switch (result.end) {
+    case WaitEnd::kDone:
+      outcome.kind = RunOutcome::Kind::kDone;
+      outcome.completion = std::move(result.completion);
+      break;
+    case WaitEnd::kStopped:  // the peer stopped reading: as good as gone
+    case WaitEnd::kPeerGone: outcome.kind = RunOutcome::Kind::kPeerGone; break;
+    case WaitEnd::kTimedOut: {
+      const std::string what = step.empty() ? "generation" : "the " + std::string(step);
+      outcome.error = DeadlineExceededError(what + " exceeded request_timeout_ms");
+      break;
+    }
+    case WaitEnd::kError: outcome.error = InStep(StoppingOr(result.error), step); break;
+  }
+  return outcome;
+}
+
+RunOutcome RequestDispatcher::Guard(const RunRequest& r, EngineWorker& guard, bool stream, engine::Completion answer,
+                                    int64_t deadline) const {
+  const int64_t start = waiter_.clock().NowMs();
+  Job check = GuardJob(*state_.config(), r.guarded_prompt, answer.text);
+  RunOutcome verdict = Await(guard, std::move(check), r, deadline, false, "guard");
+  if (verdict.kind != RunOutcome::Kind::kDone) return verdict;
+  RunOutcome outcome;
+  outcome.guard_ms = static_cast<double>(waiter_.clock().NowMs() - start);
+  Log(LogLevel::kInfo, "guard_verdict", {{"api", r.api}, {"verdict", verdict.completion.text},
+                                         {"guard_ms", std::to_string(static_cast<long long>(outcome.guard_ms))}});
+  const std::string refusal = GuardRefusal(verdict.completion.text);
+  if (!refusal.empty()) {
+    answer.text.clear();
+    outcome.completion = std::move(answer);
+    outcome.error = InvalidArgumentError(refusal).WithReason(ErrorReason::kRefusedByGuard);
+    return outcome;
+  }
+  if (stream && !ShowWhole(r, answer)) {
+    outcome.kind = RunOutcome::Kind::kPeerGone;
+    return outcome;
+  }
+  outcome.kind = RunOutcome::Kind::kDone;
+  outcome.completion = std::move(answer);
+  return outcome;
+}
+
+}  // namespace llmd::sched

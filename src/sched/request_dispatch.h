@@ -1,0 +1,55 @@
+// RequestDispatcher: the request runner's decisions. It resolves which loaded model (worker)
+// serves a request and which judges it, submits the job, waits for it through a JobWaiter and
+// runs the guard cascade (the answer is generated whole, judged by the guard model, then shown
+// or refused). Waiting itself (deadline, peer, drain) is the JobWaiter's business.
+//
+// Thread-safety: Dispatch may be called from any number of threads at once.
+#ifndef LLMD_SCHED_REQUEST_DISPATCH_H_
+#define LLMD_SCHED_REQUEST_DISPATCH_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "sched/job_waiter.h"
+#include "sched/run_request.h"
+#include "sched/server_state.h"
+
+namespace llmd::sched {
+
+// The workers a request runs on.
+struct ModelRoute {
+  EngineWorker* worker = nullptr;  // generates the answer
+  EngineWorker* guard = nullptr;   // judges it; set only for a guarded request
+};
+
+class RequestDispatcher {
+ public:
+  // `state` and `waiter` must outlive the dispatcher.
+  RequestDispatcher(ServerState& state, const JobWaiter& waiter) : state_(state), waiter_(waiter) {}
+
+  // Runs `request` to its one outcome.
+  RunOutcome Dispatch(RunRequest request) const;
+
+  // The workers for `request`, or why it cannot run: an unknown model (kUnknownModel), a
+  // guarded request without a loaded guard_model, a stopping daemon (kShuttingDown).
+  Result<ModelRoute> Resolve(const RunRequest& request) const;
+
+ private:
+  // Submits `job` to `worker` and waits for it under the request's peer and deadline,
+  // forwarding its text when `forward`. kDone carries the job's completion. `step` names the
+  // step in errors: "" for the answer, "guard" for the verdict.
+  RunOutcome Await(EngineWorker& worker, Job job, const RunRequest& request, int64_t deadline, bool forward,
+                   std::string_view step) const;
+  // Judges `answer` with `guard`; shows it (one piece, when streaming) only if allowed.
+  RunOutcome Guard(const RunRequest& request, EngineWorker& guard, bool stream, engine::Completion answer,
+                   int64_t deadline) const;
+  // A job's error, unless the daemon is stopping: then the error is that.
+  Status StoppingOr(const Status& error) const;
+
+  ServerState& state_;
+  const JobWaiter& waiter_;
+};
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_REQUEST_DISPATCH_H_
