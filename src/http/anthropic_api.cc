@@ -7,8 +7,11 @@
 #include <set>
 #include <utility>
 
+#include "http/api_text.h"
+#include "http/block_stream.h"
 #include "http/json_fields.h"
 #include "http/json_reply.h"
+#include "http/reply_stream.h"
 
 namespace llmd::http {
 namespace {
@@ -19,8 +22,6 @@ using ordered = nlohmann::ordered_json;
 
 // ---------------------------------------------------------------------------------------
 // Reading the request (the field readers are json_fields.h).
-
-std::string Quoted(const std::string& field) { return "'" + field + "'"; }
 
 // A whole number in lo..hi, named `field` in errors (for fields inside objects).
 Status ReadCount(const json& obj, const char* key, const std::string& field, int64_t lo, int64_t hi,
@@ -456,16 +457,9 @@ Status RefuseUnhonourable(const json& j) {
 // ---------------------------------------------------------------------------------------
 // Writing the Message.
 
-std::string Dump(const ordered& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// "msg_X" -> "X": the part tool-use ids made here share.
-std::string IdSuffix(const std::string& message_id) {
-  const size_t underscore = message_id.find('_');
-  return underscore == std::string::npos ? message_id : message_id.substr(underscore + 1);
-}
-
-std::string CallId(const MessageContext& ctx, const chat::ToolCall& call, size_t index) {
-  return call.id.empty() ? "toolu_" + IdSuffix(ctx.id) + "_" + std::to_string(index) : call.id;
+// A call's id, "toolu_X_N" (X: the message id's suffix, N: the call's index) where the reply has none.
+std::string CallId(const MessageContext& ctx, const Block& call) {
+  return call.call_id.empty() ? "toolu_" + IdSuffix(ctx.id) + "_" + std::to_string(call.number) : call.call_id;
 }
 
 // A call's input: its arguments parsed (the final parse keeps only calls with valid JSON).
@@ -500,10 +494,18 @@ ordered ToolUseBlock(const std::string& id, const std::string& name, ordered inp
   return {{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", std::move(input)}};
 }
 
-// What `now` adds to `sent` when it extends it; nothing when it does not.
-std::string Extension(const std::string& sent, const std::string& now) {
-  if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
-  return now.substr(sent.size());
+// A content block as the final Message shows it (`whole`), or as content_block_start does,
+// before its content.
+ordered ContentBlock(const MessageContext& ctx, const Block& block, bool whole) {
+  switch (block.kind) {
+    case BlockKind::kReasoning:
+      return ThinkingBlock(whole && !ctx.omit_thinking ? block.text : "");
+    case BlockKind::kText:
+      return TextBlockJson(whole ? block.text : "");
+    case BlockKind::kToolCall:
+      break;
+  }
+  return ToolUseBlock(CallId(ctx, block), block.name, whole ? Input(block.text) : ordered::object());
 }
 
 }  // namespace
@@ -562,12 +564,8 @@ MessageEnd MessageEndFor(const engine::GenerationStats& stats, bool tool_calls, 
 
 std::string RenderMessage(const MessageContext& ctx, const engine::ParsedReply& reply, const MessageEnd& end) {
   ordered content = ordered::array();
-  if (!reply.reasoning_content.empty()) content.push_back(ThinkingBlock(ctx.omit_thinking ? "" : reply.reasoning_content));
-  if (!reply.content.empty()) content.push_back(TextBlockJson(reply.content));
-  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-    const chat::ToolCall& call = reply.tool_calls[i];
-    content.push_back(ToolUseBlock(CallId(ctx, call, i), call.name, Input(call.arguments)));
-  }
+  const BlockStream blocks = WholeReply(reply);
+  for (const Block& block : blocks.blocks()) content.push_back(ContentBlock(ctx, block, true));
   ordered m = {{"id", ctx.id},
                {"type", "message"},
                {"role", "assistant"},
@@ -585,30 +583,21 @@ std::string RenderTokenCount(int32_t input_tokens) { return Dump(ordered{{"input
 // ---------------------------------------------------------------------------------------
 // Streaming.
 
-struct AnthropicStream::State {
-  enum class Kind { kThinking, kText, kToolUse };
-  static constexpr size_t kNone = static_cast<size_t>(-1);
-  struct Block {
-    Kind kind;
-    std::string text;  // the thinking, the text or the arguments, as streamed
-  };
+// Anthropic's names for the block life (block_stream.h). content_block_stop carries no
+// content, as in Anthropic's API: the client built the block from its deltas, so what a call
+// receives after its stop (the block stream still records it) is in no event.
+struct AnthropicStream::State : ReplyStream {
+  explicit State(MessageContext c) : ctx(std::move(c)) {}
 
   MessageContext ctx;
-  bool begun = false, finished = false;
-  std::vector<Block> blocks;
-  size_t open = kNone;             // the block being streamed
-  std::vector<size_t> call_blocks;  // per tool call index: its block, or kNone
-  std::vector<SseEvent> out;        // the events of the current call
 
   void Emit(const char* type, ordered fields) {
     ordered data = {{"type", type}};
     for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-    out.push_back({type, Dump(data)});
+    Add(type, Dump(data));
   }
 
-  void BeginIfNeeded() {
-    if (begun) return;
-    begun = true;
+  void Started() override {
     // The prompt's counts come with message_delta: nothing is known of them yet.
     ordered message = {{"id", ctx.id},
                        {"type", "message"},
@@ -622,117 +611,68 @@ struct AnthropicStream::State {
     Emit("message_start", {{"message", std::move(message)}});
   }
 
-  void Open(Kind kind, ordered content_block) {
-    CloseOpen();
-    blocks.push_back({kind, ""});
-    open = blocks.size() - 1;
-    Emit("content_block_start", {{"index", open}, {"content_block", std::move(content_block)}});
+  void Opened(size_t index, const Block& block) override {
+    Emit("content_block_start", {{"index", index}, {"content_block", ContentBlock(ctx, block, false)}});
   }
 
-  void CloseOpen() {
-    if (open == kNone) return;
+  void Appended(size_t index, const Block& block, const std::string& piece) override {
+    ordered delta;
+    switch (block.kind) {
+      case BlockKind::kReasoning:
+        if (ctx.omit_thinking) return;  // the block still opens and closes, signed
+        delta = {{"type", "thinking_delta"}, {"thinking", piece}};
+        break;
+      case BlockKind::kText:
+        delta = {{"type", "text_delta"}, {"text", piece}};
+        break;
+      case BlockKind::kToolCall:
+        delta = {{"type", "input_json_delta"}, {"partial_json", piece}};
+        break;
+    }
+    Emit("content_block_delta", {{"index", index}, {"delta", std::move(delta)}});
+  }
+
+  void Closed(size_t index, const Block& block) override {
     // Anthropic closes a thinking block with its signature; llmd signs nothing.
-    if (blocks[open].kind == Kind::kThinking) {
-      Emit("content_block_delta", {{"index", open}, {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
+    if (block.kind == BlockKind::kReasoning) {
+      Emit("content_block_delta", {{"index", index}, {"delta", {{"type", "signature_delta"}, {"signature", ""}}}});
     }
-    Emit("content_block_stop", {{"index", open}});
-    open = kNone;
+    Emit("content_block_stop", {{"index", index}});
   }
 
-  void AppendText(Kind kind, const std::string& text) {
-    if (text.empty()) return;
-    const bool thinking = kind == Kind::kThinking;
-    if (open == kNone || blocks[open].kind != kind) Open(kind, thinking ? ThinkingBlock("") : TextBlockJson(""));
-    blocks[open].text += text;
-    if (thinking && ctx.omit_thinking) return;
-    ordered delta = thinking ? ordered{{"type", "thinking_delta"}, {"thinking", text}}
-                             : ordered{{"type", "text_delta"}, {"text", text}};
-    Emit("content_block_delta", {{"index", open}, {"delta", std::move(delta)}});
+  std::vector<SseEvent> Finish(const engine::ParsedReply& reply, const MessageEnd& end) {
+    if (!CatchUp(reply)) return {};
+    blocks_.Close(*this);
+    End();
+    Emit("message_delta", {{"delta", {{"stop_reason", end.stop_reason},
+                                      {"stop_sequence", StopSequence(end)},
+                                      {"stop_details", StopDetails(end)}}},
+                           {"usage", UsageJson(end.stats)}});
+    Emit("message_stop", ordered::object());
+    return Take();
   }
 
-  bool CallKnown(size_t index) const { return index < call_blocks.size() && call_blocks[index] != kNone; }
-
-  void OpenCall(size_t index, const std::string& id, const std::string& name) {
-    Open(Kind::kToolUse, ToolUseBlock(CallId(ctx, {id, name, ""}, index), name, ordered::object()));
-    if (call_blocks.size() <= index) call_blocks.resize(index + 1, kNone);
-    call_blocks[index] = open;
+  std::vector<SseEvent> Fail(const ApiError& error) {
+    if (ended()) return {};
+    End();
+    Add("error", ErrorBody(error, ErrorShape::kAnthropic));
+    return Take();
   }
-
-  // Arguments for a call whose block is closed already stay out of the stream.
-  void AppendArguments(size_t index, const std::string& arguments) {
-    if (arguments.empty() || !CallKnown(index)) return;
-    const size_t block = call_blocks[index];
-    if (block != open) return;
-    blocks[block].text += arguments;
-    Emit("content_block_delta",
-         {{"index", block}, {"delta", {{"type", "input_json_delta"}, {"partial_json", arguments}}}});
-  }
-
-  std::string Streamed(Kind kind) const {
-    std::string text;
-    for (const Block& b : blocks) {
-      if (b.kind == kind) text += b.text;
-    }
-    return text;
-  }
-
-  std::vector<SseEvent> Take() { return std::exchange(out, {}); }
 };
 
-AnthropicStream::AnthropicStream(MessageContext ctx) : state_(std::make_unique<State>()) {
-  state_->ctx = std::move(ctx);
-}
+AnthropicStream::AnthropicStream(MessageContext ctx) : state_(std::make_unique<State>(std::move(ctx))) {}
 AnthropicStream::AnthropicStream(AnthropicStream&&) noexcept = default;
 AnthropicStream& AnthropicStream::operator=(AnthropicStream&&) noexcept = default;
 AnthropicStream::~AnthropicStream() = default;
 
-std::vector<SseEvent> AnthropicStream::Begin() {
-  if (state_->finished) return {};
-  state_->BeginIfNeeded();
-  return state_->Take();
-}
+std::vector<SseEvent> AnthropicStream::Begin() { return state_->Begin(); }
 
-std::vector<SseEvent> AnthropicStream::Next(const ReplyDelta& delta) {
-  State& s = *state_;
-  if (s.finished) return {};
-  s.BeginIfNeeded();
-  s.AppendText(State::Kind::kThinking, delta.reasoning_content);
-  s.AppendText(State::Kind::kText, delta.content);
-  for (const ToolCallDelta& call : delta.tool_calls) {
-    if (!s.CallKnown(call.index)) s.OpenCall(call.index, call.id, call.name);
-    s.AppendArguments(call.index, call.arguments);
-  }
-  return s.Take();
-}
+std::vector<SseEvent> AnthropicStream::Next(const ReplyDelta& delta) { return state_->Next(delta); }
 
 std::vector<SseEvent> AnthropicStream::Finish(const engine::ParsedReply& reply, const MessageEnd& end) {
-  using Kind = State::Kind;
-  State& s = *state_;
-  if (s.finished) return {};
-  s.BeginIfNeeded();
-  // Text the partial parses held back.
-  s.AppendText(Kind::kThinking, Extension(s.Streamed(Kind::kThinking), reply.reasoning_content));
-  s.AppendText(Kind::kText, Extension(s.Streamed(Kind::kText), reply.content));
-  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-    const chat::ToolCall& call = reply.tool_calls[i];
-    if (!s.CallKnown(i)) s.OpenCall(i, call.id, call.name);
-    s.AppendArguments(i, Extension(s.blocks[s.call_blocks[i]].text, call.arguments));
-  }
-  s.CloseOpen();
-  s.finished = true;
-  s.Emit("message_delta", {{"delta", {{"stop_reason", end.stop_reason},
-                                      {"stop_sequence", StopSequence(end)},
-                                      {"stop_details", StopDetails(end)}}},
-                           {"usage", UsageJson(end.stats)}});
-  s.Emit("message_stop", ordered::object());
-  return s.Take();
+  return state_->Finish(reply, end);
 }
 
-std::vector<SseEvent> AnthropicStream::Fail(const ApiError& error) {
-  State& s = *state_;
-  if (s.finished) return {};
-  s.finished = true;
-  return {{"error", ErrorBody(error, ErrorShape::kAnthropic)}};
-}
+std::vector<SseEvent> AnthropicStream::Fail(const ApiError& error) { return state_->Fail(error); }
 
 }  // namespace llmd::http

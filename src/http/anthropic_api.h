@@ -28,7 +28,7 @@
 #include "http/openai_errors.h"
 #include "http/openai_request.h"
 #include "http/reply_deltas.h"
-#include "http/responses_api.h"  // SseEvent
+#include "http/reply_stream.h"  // SseEvent
 #include "llmd/result.h"
 
 namespace llmd::http {
@@ -116,7 +116,8 @@ std::string RenderTokenCount(int32_t input_tokens);
 // just {.content = text}), then Finish with the final parse: text the partial parses held
 // back is sent then. Argument text for a call whose block is already closed (a parser that
 // releases it only after the next call began) cannot be streamed any more. Every call returns
-// the events to write, possibly none.
+// the events to write, possibly none. The blocks' life is BlockStream's (block_stream.h), the
+// same as the Responses stream's output items; this class only names its events.
 class AnthropicStream {
  public:
   explicit AnthropicStream(MessageContext ctx);

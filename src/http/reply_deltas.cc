@@ -1,15 +1,8 @@
 #include "http/reply_deltas.h"
 
+#include "http/api_text.h"
+
 namespace llmd::http {
-namespace {
-
-// What `now` adds to `sent` when it extends it; nothing when it does not (yet).
-std::string Extension(const std::string& sent, const std::string& now) {
-  if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
-  return now.substr(sent.size());
-}
-
-}  // namespace
 
 ReplyDelta ReplyDeltas::Next(const engine::ParsedReply& now, bool final) {
   ReplyDelta d;

@@ -2,15 +2,14 @@
 // responses_request.cc).
 #include "http/responses_api.h"
 
-#include <algorithm>
-#include <cmath>
-#include <initializer_list>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <set>
 #include <utility>
 
+#include "http/api_text.h"
+#include "http/block_stream.h"
 #include "http/json_fields.h"
+#include "http/reply_stream.h"
 
 namespace llmd::http {
 namespace {
@@ -22,15 +21,6 @@ using ordered = nlohmann::ordered_json;
 // ---------------------------------------------------------------------------------------
 // Writing the Response.
 
-// Model text may hold invalid UTF-8 (a token can be part of a character): replaced, never thrown.
-std::string Dump(const ordered& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// "resp_X" -> "X": the part output item ids share.
-std::string IdSuffix(const std::string& response_id) {
-  const size_t underscore = response_id.find('_');
-  return underscore == std::string::npos ? response_id : response_id.substr(underscore + 1);
-}
-
 // The n-th id of a kind in a response: "msg_X", "msg_X_1", ... (function calls always count).
 std::string ItemId(const char* prefix, const std::string& response_id, size_t n, bool always_number = false) {
   std::string id = prefix + IdSuffix(response_id);
@@ -38,13 +28,26 @@ std::string ItemId(const char* prefix, const std::string& response_id, size_t n,
   return id;
 }
 
-struct OutputItem {
-  enum class Kind { kReasoning, kMessage, kFunctionCall } kind;
-  std::string id;
-  std::string text;  // the reasoning, the answer or the arguments
-  std::string call_id, name;
-  std::string status = "in_progress";
-};
+// An output item is a block of the reply (block_stream.h): a reasoning item, a message, a
+// function call, with ids from the response's and the block's number.
+std::string ItemId(const ResponseContext& ctx, const Block& block) {
+  switch (block.kind) {
+    case BlockKind::kReasoning:
+      return ItemId("rs_", ctx.id, block.number);
+    case BlockKind::kText:
+      return ItemId("msg_", ctx.id, block.number);
+    case BlockKind::kToolCall:
+      break;
+  }
+  return ItemId("fc_", ctx.id, block.number, true);
+}
+
+std::string CallId(const ResponseContext& ctx, const Block& call) {
+  return call.call_id.empty() ? ItemId("call_", ctx.id, call.number, true) : call.call_id;
+}
+
+// Logprobs belong to the answer: the first message item.
+bool IsAnswer(const Block& block) { return block.kind == BlockKind::kText && block.number == 0; }
 
 ordered Bytes(const std::string& s) {
   ordered bytes = ordered::array();
@@ -64,39 +67,45 @@ ordered LogprobsJson(const std::vector<engine::TokenLogprob>& logprobs) {
   return out;
 }
 
-ordered TextPart(const OutputItem& item, const std::vector<engine::TokenLogprob>& logprobs) {
-  if (item.kind == OutputItem::Kind::kReasoning) return {{"type", "reasoning_text"}, {"text", item.text}};
-  return {{"type", "output_text"}, {"text", item.text}, {"annotations", ordered::array()},
+// A reasoning item's or a message's one content part.
+ordered TextPart(const Block& block, const std::vector<engine::TokenLogprob>& logprobs) {
+  if (block.kind == BlockKind::kReasoning) return {{"type", "reasoning_text"}, {"text", block.text}};
+  return {{"type", "output_text"}, {"text", block.text}, {"annotations", ordered::array()},
           {"logprobs", LogprobsJson(logprobs)}};
 }
 
+// An item's fields besides the reply's; `status`: in_progress, completed or incomplete.
+struct ItemView {
+  const ResponseContext& ctx;
+  std::string_view status;
+  const std::vector<engine::TokenLogprob>& logprobs;  // the answer's (only the answer's item shows them)
+};
+
 // An output item; `with_content` false: as output_item.added shows it, before its content.
-ordered ItemJson(const OutputItem& item, bool with_content, const std::vector<engine::TokenLogprob>& logprobs = {}) {
+ordered ItemJson(const ItemView& v, const Block& block, bool with_content) {
+  static const std::vector<engine::TokenLogprob> kNone;
   ordered content = ordered::array();
-  if (with_content) content.push_back(TextPart(item, logprobs));
-  switch (item.kind) {
-    case OutputItem::Kind::kReasoning:
-      return {{"id", item.id}, {"type", "reasoning"}, {"summary", ordered::array()}, {"content", std::move(content)},
-              {"status", item.status}};
-    case OutputItem::Kind::kMessage:
-      return {{"id", item.id}, {"type", "message"}, {"status", item.status}, {"role", "assistant"},
+  if (with_content) content.push_back(TextPart(block, IsAnswer(block) ? v.logprobs : kNone));
+  const std::string id = ItemId(v.ctx, block);
+  switch (block.kind) {
+    case BlockKind::kReasoning:
+      return {{"id", id}, {"type", "reasoning"}, {"summary", ordered::array()}, {"content", std::move(content)},
+              {"status", v.status}};
+    case BlockKind::kText:
+      return {{"id", id}, {"type", "message"}, {"status", v.status}, {"role", "assistant"},
               {"content", std::move(content)}};
-    case OutputItem::Kind::kFunctionCall:
+    case BlockKind::kToolCall:
       break;
   }
-  return {{"id", item.id}, {"type", "function_call"}, {"status", item.status},
-          {"arguments", with_content ? item.text : ""}, {"call_id", item.call_id}, {"name", item.name}};
+  return {{"id", id}, {"type", "function_call"}, {"status", v.status}, {"arguments", with_content ? block.text : ""},
+          {"call_id", CallId(v.ctx, block)}, {"name", block.name}};
 }
 
-// Logprobs belong to the answer: the first message item.
-ordered OutputJson(const std::vector<OutputItem>& items, const std::vector<engine::TokenLogprob>& logprobs) {
+// The output array: the items with their statuses, one per block.
+ordered OutputJson(const ResponseContext& ctx, const std::vector<Block>& blocks,
+                   const std::vector<std::string>& statuses, const std::vector<engine::TokenLogprob>& logprobs) {
   ordered output = ordered::array();
-  bool first_message = true;
-  for (const OutputItem& item : items) {
-    const bool answer = item.kind == OutputItem::Kind::kMessage && first_message;
-    if (item.kind == OutputItem::Kind::kMessage) first_message = false;
-    output.push_back(ItemJson(item, true, answer ? logprobs : std::vector<engine::TokenLogprob>{}));
-  }
+  for (size_t i = 0; i < blocks.size(); ++i) output.push_back(ItemJson({ctx, statuses[i], logprobs}, blocks[i], true));
   return output;
 }
 
@@ -153,10 +162,9 @@ ordered IncompleteDetails(std::string_view status, const engine::GenerationStats
   return {{"reason", stats.finish_reason == engine::FinishReason::kLength ? "max_output_tokens" : "content_filter"}};
 }
 
-// What `now` adds to `sent` when it extends it; nothing when it does not.
-std::string Extension(const std::string& sent, const std::string& now) {
-  if (now.size() <= sent.size() || now.compare(0, sent.size(), sent) != 0) return {};
-  return now.substr(sent.size());
+// A reply without calls always has its message, empty or not, for clients that read it.
+void AddEmptyMessage(BlockStream& blocks, BlockEvents& events) {
+  if (!blocks.Has(BlockKind::kText) && !blocks.Has(BlockKind::kToolCall)) blocks.OpenText(BlockKind::kText, events);
 }
 
 }  // namespace
@@ -168,229 +176,149 @@ std::string_view ResponseStatusFor(const engine::GenerationStats& stats) {
 std::string RenderResponse(const ResponseContext& ctx, const engine::ParsedReply& reply,
                            const engine::GenerationStats& stats, std::string_view status,
                            const std::vector<engine::TokenLogprob>& logprobs) {
-  using Kind = OutputItem::Kind;
-  std::vector<OutputItem> items;
-  if (!reply.reasoning_content.empty()) {
-    items.push_back({Kind::kReasoning, ItemId("rs_", ctx.id, 0), reply.reasoning_content});
-  }
-  // A reply without calls always has its message, empty or not, for clients that read it.
-  if (!reply.content.empty() || reply.tool_calls.empty()) {
-    items.push_back({Kind::kMessage, ItemId("msg_", ctx.id, 0), reply.content});
-  }
-  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-    const chat::ToolCall& call = reply.tool_calls[i];
-    items.push_back({Kind::kFunctionCall, ItemId("fc_", ctx.id, i, true), call.arguments,
-                     call.id.empty() ? ItemId("call_", ctx.id, i, true) : call.id, call.name});
-  }
-  for (OutputItem& item : items) item.status = "completed";
+  BlockStream blocks = WholeReply(reply);
+  BlockEvents unseen;  // no stream watches
+  AddEmptyMessage(blocks, unseen);
+  std::vector<std::string> statuses(blocks.blocks().size(), "completed");
   // What was cut off is the last item.
-  if (status == "incomplete") items.back().status = "incomplete";
-  return Dump(ResponseJson(ctx, status, OutputJson(items, logprobs), UsageJson(stats),
+  if (status == "incomplete") statuses.back() = "incomplete";
+  return Dump(ResponseJson(ctx, status, OutputJson(ctx, blocks.blocks(), statuses, logprobs), UsageJson(stats),
                            IncompleteDetails(status, stats)));
 }
 
 // ---------------------------------------------------------------------------------------
 // Streaming.
 
-struct ResponsesStream::State {
-  using Kind = OutputItem::Kind;
-  static constexpr size_t kNone = static_cast<size_t>(-1);
+// Responses' names for the block life (block_stream.h). An item's .done events carry it as it
+// stands when it closes, arguments included; arguments the block stream records after that
+// are in no event, but they are in the final object, which is built from the blocks.
+struct ResponsesStream::State : ReplyStream {
+  explicit State(ResponseContext c) : ctx(std::move(c)) {}
 
   ResponseContext ctx;
-  bool begun = false, finished = false;
   uint64_t sequence = 0;
-  std::vector<OutputItem> items;
-  size_t open = kNone;             // the item being streamed
-  std::vector<size_t> call_items;  // per tool call index: its item, or kNone
-  size_t reasonings = 0, messages = 0;
-  size_t answer = kNone;           // the first message item, which the logprobs belong to
-  std::vector<engine::TokenLogprob> logprobs;
-  std::vector<SseEvent> out;       // the events of the current call
+  std::vector<std::string> statuses;          // per item (block)
+  std::string closing_status = "completed";   // what the item closed next becomes
+  std::vector<engine::TokenLogprob> logprobs;  // the answer's, known at Finish
 
   void Emit(const char* type, ordered fields) {
     ordered data = {{"type", type}, {"sequence_number", sequence++}};
     for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-    out.push_back({type, Dump(data)});
+    Add(type, Dump(data));
   }
 
-  // The fields that place an event on the item: which item, where in the output.
-  ordered At(size_t index, bool with_content_index = true) const {
-    ordered at = {{"item_id", items[index].id}, {"output_index", index}};
-    if (with_content_index) at["content_index"] = 0;
+  // The fields that place an event on an item: which item, where in the output.
+  ordered At(size_t index, const Block& block) const {
+    ordered at = {{"item_id", ItemId(ctx, block)}, {"output_index", index}};
+    if (block.kind != BlockKind::kToolCall) at["content_index"] = 0;
     return at;
   }
 
-  void BeginIfNeeded() {
-    if (begun) return;
-    begun = true;
+  ordered Item(size_t index, const Block& block, bool with_content) const {
+    return ItemJson({ctx, statuses[index], logprobs}, block, with_content);
+  }
+
+  void Started() override {
     const ordered response = ResponseJson(ctx, "in_progress", ordered::array(), nullptr);
     Emit("response.created", {{"response", response}});
     Emit("response.in_progress", {{"response", response}});
   }
 
-  void Open(OutputItem item) {
-    CloseOpen("completed");
-    items.push_back(std::move(item));
-    open = items.size() - 1;
-    const OutputItem& it = items[open];
-    Emit("response.output_item.added", {{"output_index", open}, {"item", ItemJson(it, false)}});
-    if (it.kind == Kind::kFunctionCall) return;
-    ordered fields = At(open);
-    fields["part"] = TextPart(it, {});
+  void Opened(size_t index, const Block& block) override {
+    statuses.push_back("in_progress");
+    Emit("response.output_item.added", {{"output_index", index}, {"item", Item(index, block, false)}});
+    if (block.kind == BlockKind::kToolCall) return;
+    ordered fields = At(index, block);
+    fields["part"] = TextPart(block, {});
     Emit("response.content_part.added", std::move(fields));
   }
 
-  void OpenText(Kind kind) {
-    const bool reasoning = kind == Kind::kReasoning;
-    size_t& count = reasoning ? reasonings : messages;
-    Open({kind, ItemId(reasoning ? "rs_" : "msg_", ctx.id, count++), ""});
-    if (!reasoning && answer == kNone) answer = open;
-  }
-
-  void AppendText(Kind kind, const std::string& text) {
-    if (text.empty()) return;
-    if (open == kNone || items[open].kind != kind) OpenText(kind);
-    items[open].text += text;
-    ordered fields = At(open);
-    fields["delta"] = text;
-    if (kind == Kind::kMessage) {
-      fields["logprobs"] = ordered::array();  // per token only in the .done event
-      Emit("response.output_text.delta", std::move(fields));
-    } else {
-      Emit("response.reasoning_text.delta", std::move(fields));
+  void Appended(size_t index, const Block& block, const std::string& piece) override {
+    ordered fields = At(index, block);
+    fields["delta"] = piece;
+    switch (block.kind) {
+      case BlockKind::kReasoning:
+        return Emit("response.reasoning_text.delta", std::move(fields));
+      case BlockKind::kText:
+        fields["logprobs"] = ordered::array();  // per token only in the .done event
+        return Emit("response.output_text.delta", std::move(fields));
+      case BlockKind::kToolCall:
+        return Emit("response.function_call_arguments.delta", std::move(fields));
     }
   }
 
-  bool CallKnown(size_t index) const { return index < call_items.size() && call_items[index] != kNone; }
-
-  void OpenCall(size_t index, std::string call_id, std::string name) {
-    if (call_id.empty()) call_id = ItemId("call_", ctx.id, index, true);
-    Open({Kind::kFunctionCall, ItemId("fc_", ctx.id, index, true), "", std::move(call_id), std::move(name)});
-    if (call_items.size() <= index) call_items.resize(index + 1, kNone);
-    call_items[index] = open;
-  }
-
-  // Arguments for a call whose item is done already stay out of the stream, but not out of
-  // the final object.
-  void AppendArguments(size_t index, const std::string& arguments) {
-    if (arguments.empty() || !CallKnown(index)) return;
-    const size_t item = call_items[index];
-    items[item].text += arguments;
-    if (item != open) return;
-    ordered fields = At(item, false);
-    fields["delta"] = arguments;
-    Emit("response.function_call_arguments.delta", std::move(fields));
-  }
-
-
-  void CloseOpen(const char* status) {
-    if (open == kNone) return;
-    const size_t index = open;
-    open = kNone;
-    OutputItem& it = items[index];
-    it.status = status;
-    const std::vector<engine::TokenLogprob> none;
-    const auto& lp = index == answer ? logprobs : none;
-    if (it.kind == Kind::kFunctionCall) {
-      ordered fields = At(index, false);
-      fields["arguments"] = it.text;
+  void Closed(size_t index, const Block& block) override {
+    statuses[index] = closing_status;
+    if (block.kind == BlockKind::kToolCall) {
+      ordered fields = At(index, block);
+      fields["arguments"] = block.text;
       Emit("response.function_call_arguments.done", std::move(fields));
     } else {
-      ordered fields = At(index);
-      fields["text"] = it.text;
-      if (it.kind == Kind::kMessage) {
-        fields["logprobs"] = LogprobsJson(lp);
-        Emit("response.output_text.done", std::move(fields));
-      } else {
-        Emit("response.reasoning_text.done", std::move(fields));
-      }
-      ordered part = At(index);
-      part["part"] = TextPart(it, lp);
+      static const std::vector<engine::TokenLogprob> kNone;
+      const auto& lp = IsAnswer(block) ? logprobs : kNone;
+      ordered fields = At(index, block);
+      fields["text"] = block.text;
+      if (block.kind == BlockKind::kText) fields["logprobs"] = LogprobsJson(lp);
+      Emit(block.kind == BlockKind::kText ? "response.output_text.done" : "response.reasoning_text.done",
+           std::move(fields));
+      ordered part = At(index, block);
+      part["part"] = TextPart(block, lp);
       Emit("response.content_part.done", std::move(part));
     }
-    Emit("response.output_item.done", {{"output_index", index}, {"item", ItemJson(it, true, lp)}});
+    Emit("response.output_item.done", {{"output_index", index}, {"item", Item(index, block, true)}});
   }
 
-  std::string Streamed(Kind kind) const {
-    std::string text;
-    for (const OutputItem& it : items) {
-      if (it.kind == kind) text += it.text;
-    }
-    return text;
+  ordered Output(const std::vector<engine::TokenLogprob>& lp) const {
+    return OutputJson(ctx, blocks_.blocks(), statuses, lp);
   }
 
-  bool Has(Kind kind) const {
-    return std::any_of(items.begin(), items.end(), [&](const OutputItem& it) { return it.kind == kind; });
+  std::vector<SseEvent> Finish(const engine::ParsedReply& reply, const engine::GenerationStats& stats,
+                               std::string_view status, const std::vector<engine::TokenLogprob>& lp) {
+    if (ended()) return {};
+    logprobs = lp;  // before the answer's item can close
+    CatchUp(reply);
+    AddEmptyMessage(blocks_, *this);  // as RenderResponse
+    const bool completed = status == "completed";
+    closing_status = completed ? "completed" : "incomplete";
+    blocks_.Close(*this);
+    End();
+    Emit(completed ? "response.completed" : "response.incomplete",
+         {{"response", ResponseJson(ctx, closing_status, Output(logprobs), UsageJson(stats),
+                                    IncompleteDetails(closing_status, stats))}});
+    return Take();
   }
 
-  std::vector<SseEvent> Take() { return std::exchange(out, {}); }
+  std::vector<SseEvent> Fail(std::string_view code, std::string_view message) {
+    if (ended()) return {};
+    BeginIfNeeded();
+    // The item being streamed stays unfinished: no .done events for what was cut off.
+    if (blocks_.open() != BlockStream::kNone) statuses[blocks_.open()] = "incomplete";
+    blocks_.Abandon();
+    End();
+    Emit("error", {{"code", code}, {"message", message}, {"param", nullptr}});
+    Emit("response.failed", {{"response", ResponseJson(ctx, "failed", Output({}), nullptr, nullptr,
+                                                       {{"code", code}, {"message", message}})}});
+    return Take();
+  }
 };
 
-ResponsesStream::ResponsesStream(ResponseContext ctx) : state_(std::make_unique<State>()) {
-  state_->ctx = std::move(ctx);
-}
+ResponsesStream::ResponsesStream(ResponseContext ctx) : state_(std::make_unique<State>(std::move(ctx))) {}
 ResponsesStream::ResponsesStream(ResponsesStream&&) noexcept = default;
 ResponsesStream& ResponsesStream::operator=(ResponsesStream&&) noexcept = default;
 ResponsesStream::~ResponsesStream() = default;
 
-std::vector<SseEvent> ResponsesStream::Begin() {
-  state_->BeginIfNeeded();
-  return state_->Take();
-}
+std::vector<SseEvent> ResponsesStream::Begin() { return state_->Begin(); }
 
-std::vector<SseEvent> ResponsesStream::Next(const ReplyDelta& delta) {
-  State& s = *state_;
-  if (s.finished) return {};
-  s.BeginIfNeeded();
-  s.AppendText(State::Kind::kReasoning, delta.reasoning_content);
-  s.AppendText(State::Kind::kMessage, delta.content);
-  for (const ToolCallDelta& call : delta.tool_calls) {
-    if (!s.CallKnown(call.index)) s.OpenCall(call.index, call.id, call.name);
-    s.AppendArguments(call.index, call.arguments);
-  }
-  return s.Take();
-}
+std::vector<SseEvent> ResponsesStream::Next(const ReplyDelta& delta) { return state_->Next(delta); }
 
 std::vector<SseEvent> ResponsesStream::Finish(const engine::ParsedReply& reply, const engine::GenerationStats& stats,
                                               std::string_view status,
                                               const std::vector<engine::TokenLogprob>& logprobs) {
-  using Kind = State::Kind;
-  State& s = *state_;
-  if (s.finished) return {};
-  s.BeginIfNeeded();
-  s.logprobs = logprobs;
-  // Text the partial parses held back.
-  s.AppendText(Kind::kReasoning, Extension(s.Streamed(Kind::kReasoning), reply.reasoning_content));
-  s.AppendText(Kind::kMessage, Extension(s.Streamed(Kind::kMessage), reply.content));
-  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
-    const chat::ToolCall& call = reply.tool_calls[i];
-    if (!s.CallKnown(i)) s.OpenCall(i, call.id, call.name);
-    s.AppendArguments(i, Extension(s.items[s.call_items[i]].text, call.arguments));
-  }
-  // As RenderResponse: a reply without calls always has its message.
-  if (!s.Has(Kind::kMessage) && !s.Has(Kind::kFunctionCall)) s.OpenText(Kind::kMessage);
-  const bool completed = status == "completed";
-  const std::string_view final_status = completed ? "completed" : "incomplete";
-  s.CloseOpen(completed ? "completed" : "incomplete");
-  s.finished = true;
-  s.Emit(completed ? "response.completed" : "response.incomplete",
-         {{"response", ResponseJson(s.ctx, final_status, OutputJson(s.items, s.logprobs), UsageJson(stats),
-                                    IncompleteDetails(final_status, stats))}});
-  return s.Take();
+  return state_->Finish(reply, stats, status, logprobs);
 }
 
 std::vector<SseEvent> ResponsesStream::Fail(std::string_view code, std::string_view message) {
-  State& s = *state_;
-  if (s.finished) return {};
-  s.BeginIfNeeded();
-  // The item being streamed stays unfinished: no .done events for what was cut off.
-  if (s.open != State::kNone) s.items[s.open].status = "incomplete";
-  s.open = State::kNone;
-  s.finished = true;
-  s.Emit("error", {{"code", code}, {"message", message}, {"param", nullptr}});
-  s.Emit("response.failed", {{"response", ResponseJson(s.ctx, "failed", OutputJson(s.items, {}), nullptr, nullptr,
-                                                       {{"code", code}, {"message", message}})}});
-  return s.Take();
+  return state_->Fail(code, message);
 }
 
 }  // namespace llmd::http

@@ -30,6 +30,7 @@
 #include "engine/types.h"
 #include "http/openai_request.h"
 #include "http/reply_deltas.h"
+#include "http/reply_stream.h"  // SseEvent (its data here has "sequence_number" too)
 #include "llmd/result.h"
 
 namespace llmd::http {
@@ -77,12 +78,6 @@ std::string RenderResponse(const ResponseContext& ctx, const engine::ParsedReply
                            const engine::GenerationStats& stats, std::string_view status,
                            const std::vector<engine::TokenLogprob>& logprobs = {});
 
-// One server-sent event: "event: NAME\ndata: DATA\n\n".
-struct SseEvent {
-  std::string event;  // the event's name, the same as its data's "type"
-  std::string data;   // JSON text with "type" and "sequence_number"
-};
-
 // The events of a streamed Response, in OpenAI's order: response.created and
 // response.in_progress; per output item (reasoning, message, function call, in the order
 // the reply makes them) output_item.added, content_part.added (not for function calls),
@@ -93,7 +88,9 @@ struct SseEvent {
 // just {.content = text}), then Finish with the final parse: text the partial parses held
 // back is sent then. Argument text for a call whose item is already done (a parser that
 // releases it only after the next call began) cannot be streamed any more; it is in the
-// final object. Every call returns the events to write, possibly none.
+// final object. Every call returns the events to write, possibly none. The items' life is
+// BlockStream's (block_stream.h), the same as the Anthropic stream's content blocks; this class
+// only names its events.
 class ResponsesStream {
  public:
   explicit ResponsesStream(ResponseContext ctx);

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "http/api_text.h"
 #include "http/json_fields.h"
 #include "http/responses_api.h"
 
@@ -20,8 +21,6 @@ using ordered = nlohmann::ordered_json;
 
 // ---------------------------------------------------------------------------------------
 // Reading the request (the field readers are json_fields.h).
-
-std::string Quoted(const std::string& field) { return "'" + field + "'"; }
 
 // State lives in the client: everything that would need it stored here is refused, with
 // what to send instead.
