@@ -1,6 +1,7 @@
 #include "format/gguf_precheck.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <charconv>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "format/ggml_types.h"
+#include "format/gguf_metadata.h"
 
 namespace llmd::format {
 namespace {
@@ -35,6 +37,8 @@ class Reader {
 
   uint64_t pos() const { return pos_; }
   uint64_t remaining() const { return file_.size() - pos_; }
+  // Back to a position read before (to read a checked value again).
+  void Seek(uint64_t pos) { pos_ = std::min(pos, file_.size()); }
 
   Status Skip(uint64_t n, const char* what) {
     if (n > remaining()) return Truncated(what);
@@ -143,7 +147,8 @@ struct VocabFacts {
 
 class Prechecker {
  public:
-  explicit Prechecker(const RandomAccessFile& file) : file_(file), r_(file) {}
+  Prechecker(const RandomAccessFile& file, GgufMetadata* metadata)
+      : file_(file), r_(file), metadata_(metadata) {}
 
   Result<GgufSummary> Run() {
     LLMD_RETURN_IF_ERROR(Header());
@@ -188,7 +193,9 @@ class Prechecker {
       if (!seen.insert(key).second) return Bad("duplicate key '" + key + "'");
       uint32_t type;
       LLMD_RETURN_IF_ERROR(r_.Scalar(&type, "a key-value type"));
+      const uint64_t start = r_.pos();
       LLMD_RETURN_IF_ERROR(Value(key, type));
+      if (metadata_ != nullptr) LLMD_RETURN_IF_ERROR(Record(std::move(key), type, start));
     }
     return Status::Ok();
   }
@@ -224,6 +231,93 @@ class Prechecker {
     }
     if (type != kArray) return r_.Skip(ScalarSize(type), where.c_str());
     return Array(key, where);
+  }
+
+  // Reads the value Value() has just checked (it starts at `start`) again, as reports show it
+  // (GgufMetadata), and goes on from where Value() stopped; every read here is one Value()
+  // has bounded.
+  Status Record(std::string key, uint32_t type, uint64_t start) {
+    const uint64_t end = r_.pos();
+    const bool chat_template = type == kString && key == "tokenizer.chat_template";
+    r_.Seek(start);
+    const uint64_t string_limit = chat_template ? kMaxChatTemplateBytes : kMaxShownStringBytes;
+    LLMD_ASSIGN_OR_RETURN(GgufValue value, ShownValue(type, string_limit));
+    r_.Seek(end);
+    if (chat_template) {
+      auto* text = std::get_if<std::string>(&value);
+      if (text != nullptr) metadata_->chat_template = std::move(*text);
+      return Status::Ok();
+    }
+    const uint64_t* u = std::get_if<uint64_t>(&value);
+    if (key == "general.file_type" && u != nullptr && *u <= std::numeric_limits<uint32_t>::max()) {
+      metadata_->file_type = static_cast<uint32_t>(*u);
+    }
+    metadata_->values.push_back({std::move(key), std::move(value)});
+    return Status::Ok();
+  }
+
+  // A value of `type` as GgufValue holds it; strings up to `string_limit` bytes.
+  Result<GgufValue> ShownValue(uint32_t type, uint64_t string_limit) {
+    const char* what = "a key-value value";
+    if (type == kString) {
+      uint64_t len;
+      LLMD_RETURN_IF_ERROR(r_.Scalar(&len, what));
+      if (len > string_limit) return GgufValue();
+      std::string text(static_cast<size_t>(len), '\0');
+      LLMD_RETURN_IF_ERROR(r_.Bytes(len, text.data(), what));
+      return GgufValue(std::move(text));
+    }
+    if (type == kArray) {
+      uint32_t elem;
+      uint64_t count;
+      LLMD_RETURN_IF_ERROR(r_.Scalar(&elem, what));
+      LLMD_RETURN_IF_ERROR(r_.Scalar(&count, what));
+      if (elem == kString || count > kMaxShownArray) return GgufValue();
+      std::vector<GgufScalar> list(static_cast<size_t>(count));
+      for (GgufScalar& v : list) LLMD_RETURN_IF_ERROR(ScalarValue(elem, &v));
+      return GgufValue(std::move(list));
+    }
+    GgufScalar v;
+    LLMD_RETURN_IF_ERROR(ScalarValue(type, &v));
+    return std::visit([](auto x) { return GgufValue(x); }, v);
+  }
+
+  // One scalar of `type` (not a string or an array).
+  Status ScalarValue(uint32_t type, GgufScalar* out) {
+    switch (type) {
+      case kU8: return ReadScalarAs<uint8_t, uint64_t>(out);
+      case kI8: return ReadScalarAs<int8_t, int64_t>(out);
+      case kU16: return ReadScalarAs<uint16_t, uint64_t>(out);
+      case kI16: return ReadScalarAs<int16_t, int64_t>(out);
+      case kU32: return ReadScalarAs<uint32_t, uint64_t>(out);
+      case kI32: return ReadScalarAs<int32_t, int64_t>(out);
+      case kU64: return ReadScalarAs<uint64_t, uint64_t>(out);
+      case kI64: return ReadScalarAs<int64_t, int64_t>(out);
+      case kBool: return ReadScalarAs<uint8_t, bool>(out);
+      case kF32: {
+        uint32_t bits;
+        LLMD_RETURN_IF_ERROR(r_.Scalar(&bits, "a key-value value"));
+        *out = std::bit_cast<float>(bits);
+        return Status::Ok();
+      }
+      case kF64: {
+        uint64_t bits;
+        LLMD_RETURN_IF_ERROR(r_.Scalar(&bits, "a key-value value"));
+        *out = std::bit_cast<double>(bits);
+        return Status::Ok();
+      }
+      default:
+        return Bad("value type " + std::to_string(type) + " is not a scalar");
+    }
+  }
+
+  // A `Raw` from the file, widened to `As` (sign-extended; a bool is any non-zero byte).
+  template <typename Raw, typename As>
+  Status ReadScalarAs(GgufScalar* out) {
+    Raw v;
+    LLMD_RETURN_IF_ERROR(r_.Scalar(&v, "a key-value value"));
+    *out = static_cast<As>(v);
+    return Status::Ok();
   }
 
   // The architecture-prefixed hyperparameters the planner needs. They may come before
@@ -410,6 +504,10 @@ class Prechecker {
         }
         elements *= static_cast<uint64_t>(ne[d]);
       }
+      const uint64_t counted = summary_.parameter_count;
+      summary_.parameter_count = elements > std::numeric_limits<uint64_t>::max() - counted
+                                     ? std::numeric_limits<uint64_t>::max()
+                                     : counted + elements;
       uint32_t type;
       uint64_t offset;
       LLMD_RETURN_IF_ERROR(r_.Scalar(&type, where.c_str()));
@@ -469,6 +567,7 @@ class Prechecker {
 
   const RandomAccessFile& file_;
   Reader r_;
+  GgufMetadata* metadata_;  // filled as the key-values are checked; nullptr: not wanted
   GgufSummary summary_;
   VocabFacts vocab_;
   std::map<std::string, uint32_t> shape_;  // shape hyperparameters by full key
@@ -478,6 +577,8 @@ class Prechecker {
 
 }  // namespace
 
-Result<GgufSummary> PrecheckGguf(const RandomAccessFile& file) { return Prechecker(file).Run(); }
+Result<GgufSummary> PrecheckGguf(const RandomAccessFile& file, GgufMetadata* metadata) {
+  return Prechecker(file, metadata).Run();
+}
 
 }  // namespace llmd::format

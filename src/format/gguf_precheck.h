@@ -19,6 +19,8 @@
 
 namespace llmd::format {
 
+struct GgufMetadata;  // format/gguf_metadata.h
+
 // Limits beyond what the file size already bounds.
 inline constexpr uint64_t kMaxKeyBytes = 64 * 1024;       // a KV key
 inline constexpr uint64_t kMaxTokenBytes = 4096;          // one vocabulary entry
@@ -36,6 +38,7 @@ struct GgufSummary {
   uint64_t alignment = 32;
   uint64_t data_offset = 0;   // where tensor data starts
   uint64_t tensor_bytes = 0;  // sum of all tensor sizes
+  uint64_t parameter_count = 0;  // sum of all tensors' elements (saturating)
   uint64_t vocab_size = 0;    // entries in tokenizer.ggml.tokens, 0 if absent
 
   // The model's shape, for placement planning: 0 where the file does not say (or says it
@@ -67,7 +70,9 @@ struct GgufSummary {
 // Checks `file` (which must start with the GGUF magic) and returns its summary, or a
 // Corruption error whose message names the section and the offending value, e.g.
 // "GGUF tensor 'blk.0.attn_q.weight': data at 4096..1052672 runs past the end of the file".
-Result<GgufSummary> PrecheckGguf(const RandomAccessFile& file);
+// With `metadata`, also records the chat template, the file type and every key's value there
+// as they are checked (what ReadGgufMetadata returns); the checks and errors are the same.
+Result<GgufSummary> PrecheckGguf(const RandomAccessFile& file, GgufMetadata* metadata = nullptr);
 
 }  // namespace llmd::format
 

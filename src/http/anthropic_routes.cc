@@ -22,7 +22,7 @@ int Fail(Responder& out, const ApiError& e) { return SendError(out, e, ErrorShap
 // configured deadline.
 sched::RunRequest BaseRun(const GenerationRequest& r, Responder& out, const config::DaemonConfig& c) {
   sched::RunRequest run;
-  run.api = "http";
+  run.api = "anthropic";
   run.model = r.model;
   run.peer_fd = out.fd();
   run.half_close_is_gone = true;

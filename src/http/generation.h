@@ -1,6 +1,7 @@
-// What every generating HTTP API (OpenAI, Ollama, Anthropic) shares once its request is
-// parsed into a GenerationRequest: the job it becomes (the configured defaults, caps and
-// system prompt applied once) and the final reply taken apart by the reply's parser.
+// What every generating HTTP API (OpenAI, Responses, Ollama, Anthropic) shares once its
+// request is parsed into a GenerationRequest (generation_request.h): the job it becomes (the
+// configured defaults, caps and system prompt applied once) and the final reply taken apart
+// by the reply's parser.
 #ifndef LLMD_HTTP_GENERATION_H_
 #define LLMD_HTTP_GENERATION_H_
 
@@ -8,7 +9,7 @@
 
 #include "config/config.h"
 #include "engine/types.h"
-#include "http/openai_request.h"
+#include "http/generation_request.h"
 #include "http/reply_deltas.h"
 #include "sched/job.h"
 

@@ -14,7 +14,7 @@
 // embedding_only) are accepted, as is any num_keep (llmd never shifts the context) and any
 // mirostat_tau / mirostat_eta (they only tune mirostat, which must be off).
 //
-// Thread-safety: every function is pure (ReadGgufFacts reads only the file it is given).
+// Thread-safety: every function is pure.
 #ifndef LLMD_HTTP_OLLAMA_API_H_
 #define LLMD_HTTP_OLLAMA_API_H_
 
@@ -28,8 +28,8 @@
 
 #include "config/config.h"
 #include "engine/types.h"
-#include "format/random_access_file.h"
-#include "http/openai_request.h"
+#include "format/gguf_metadata.h"
+#include "http/generation_request.h"
 #include "http/reply_deltas.h"
 #include "llmd/result.h"
 #include "sched/job.h"
@@ -86,24 +86,13 @@ struct OllamaShowRequest {
 };
 Result<OllamaShowRequest> ParseOllamaShow(std::string_view body);
 
-// --- Model facts, from the GGUF file's header (what Ollama's show and tags report).
+// --- Model facts (what Ollama's show and tags report), read by format::ReadGgufMetadata.
 
-struct GgufFacts {
-  std::string architecture;           // general.architecture
-  uint64_t parameter_count = 0;       // the tensors' elements, summed
-  std::optional<uint32_t> file_type;  // general.file_type (llama.cpp's ftype)
-  std::string chat_template;          // tokenizer.chat_template; empty: none
-  // Every key's value, as Ollama's model_info: scalars, strings up to 4 KiB and numeric
-  // arrays up to 1024 elements; longer strings, string arrays (the vocabulary) and longer
-  // arrays are null. tokenizer.chat_template is left out (it is GgufFacts::chat_template).
-  nlohmann::json model_info = nlohmann::json::object();
-};
-// Reads the header, the key-values and the tensor table of a GGUF file (bounded: every
-// length is checked against the file before it is read). Corruption on a malformed file.
-Result<GgufFacts> ReadGgufFacts(const format::RandomAccessFile& file);
-
-// "Q4_0", "Q8_0", "F16", ... for a llama.cpp ftype; "unknown" for none or an unknown one.
-std::string FileTypeName(std::optional<uint32_t> file_type);
+// Ollama's model_info: every key's value (scalars, strings up to 4 KiB, numeric arrays up to
+// 1024 elements; what the metadata leaves out, such as the vocabulary, is null; f32 values in
+// their shortest form), with general.parameter_count counted from the tensors when the file
+// does not say it. tokenizer.chat_template is not in it (it is the show answer's template).
+nlohmann::json OllamaModelInfo(const format::GgufMetadata& metadata);
 // Ollama's human count: "751.63M", "7.6B", "8B", "512K".
 std::string ParameterSize(uint64_t parameters);
 
@@ -117,7 +106,7 @@ struct OllamaModel {
   std::string digest;          // the model's fingerprint in hex (not a sha256)
   bool embeddings = false;     // loaded for embeddings (embedding_models)
   int32_t context_length = 0;  // the loaded context
-  GgufFacts facts;
+  format::GgufMetadata facts;  // from the model file; empty when it could not be read
 };
 
 // {parent_model:"", format:"gguf", family, families, parameter_size, quantization_level}

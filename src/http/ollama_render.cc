@@ -24,7 +24,7 @@ json OllamaDetails(const OllamaModel& m) {
           {"family", family},
           {"families", family.empty() ? json(nullptr) : json::array({family})},
           {"parameter_size", ParameterSize(m.facts.parameter_count)},
-          {"quantization_level", FileTypeName(m.facts.file_type)}};
+          {"quantization_level", format::FileTypeName(m.facts.file_type)}};
 }
 
 std::vector<std::string> OllamaCapabilities(const OllamaModel& m) {
@@ -79,7 +79,7 @@ std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c
       modelfile += "PARAMETER " + k + " " + v + "\n";
     }
   }
-  json info = m.facts.model_info;
+  json info = OllamaModelInfo(m.facts);
   if (!m.facts.architecture.empty() && m.context_length > 0) {
     info[m.facts.architecture + ".context_length"] = m.context_length;
   }

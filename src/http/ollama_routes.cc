@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "format/gguf_metadata.h"
 #include "format/random_access_file.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
@@ -139,7 +140,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   }
 
   sched::RunRequest run;
-  run.api = "http";
+  run.api = "ollama";
   run.model = r.gen.model;
   // With the guard cascade on, the answer is generated whole and shown only after the verdict.
   run.guard = !c.guard_model.empty();
@@ -210,7 +211,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
     return reply({}, 0);
   }
   sched::RunRequest run;
-  run.api = "http";
+  run.api = "ollama";
   run.model = *model;
   run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
   run.job.keep_alive_ms = parsed->keep_alive_ms;
@@ -276,14 +277,15 @@ OllamaModel OllamaRoutes::Describe(const std::string& name, const config::Daemon
     CachedFacts& cached = facts_[path];
     if (!cached.facts || cached.bytes != m.file_bytes || cached.mtime_ns != mtime_ns) {
       auto file = format::OpenRandomAccessFile(path);
-      auto facts = file.has_value() ? ReadGgufFacts(**file) : Result<GgufFacts>(file.error());
+      auto facts = file.has_value() ? format::ReadGgufMetadata(**file)
+                                    : Result<format::GgufMetadata>(file.error());
       if (!facts.has_value()) {
         Log(LogLevel::kWarn, "ollama_model_facts",
             {{"model", name}, {"error", facts.error().ToString()}});
       }
-      cached = {
-          m.file_bytes, mtime_ns,
-          std::make_shared<const GgufFacts>(facts.has_value() ? std::move(*facts) : GgufFacts{})};
+      cached = {m.file_bytes, mtime_ns,
+                std::make_shared<const format::GgufMetadata>(
+                    facts.has_value() ? std::move(*facts) : format::GgufMetadata{})};
     }
     m.facts = *cached.facts;
   }

@@ -55,7 +55,7 @@ class OllamaRoutes {
   struct CachedFacts {
     uint64_t bytes = 0;
     int64_t mtime_ns = 0;
-    std::shared_ptr<const GgufFacts> facts;
+    std::shared_ptr<const format::GgufMetadata> facts;
   };
   std::mutex facts_mu_;
   std::map<std::string, CachedFacts> facts_;  // by file path; guarded by facts_mu_

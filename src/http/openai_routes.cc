@@ -235,7 +235,7 @@ int OpenAiRoutes::Responses(const Request& req, Responder& out) {
   ResponsesRequest& r = *parsed;
   const auto config = ctx_.config();
   sched::RunRequest run;
-  run.api = "http";
+  run.api = "responses";
   run.model = r.model;
   run.guard = !config->guard_model.empty();
   run.guarded_prompt = GuardedPrompt(r);
@@ -293,7 +293,7 @@ int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
   const auto config = ctx_.config();
   sched::RunRequest run;
-  run.api = "http";
+  run.api = "openai";
   run.model = parsed->model;
   run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
   run.peer_fd = out.fd();
@@ -334,7 +334,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
   const std::string model = r.model.value_or(ctx_.models().front().first);
   sched::RunRequest base;
-  base.api = "http";
+  base.api = "openai";
   base.model = r.model;
   // With the guard cascade on, the answer is generated whole and shown only after the guard
   // model's verdict; a refusal is an empty answer with finish_reason "content_filter".

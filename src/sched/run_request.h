@@ -14,7 +14,9 @@
 namespace llmd::sched {
 
 struct RunRequest {
-  std::string api;  // the front end, for log lines: "native", "http", ...
+  // The front end, for log lines (guard_verdict): one of a fixed set, never from the request:
+  // "native", "openai" (chat, completions, embeddings), "responses", "anthropic", "ollama".
+  std::string api;
   Job job;
   std::optional<std::string> model;  // none: the default model
   // Run the guard cascade: the answer is generated whole, judged by guard_model, and shown

@@ -1,7 +1,7 @@
 // Ollama's API on arbitrary bytes: the body parsers (chat, generate, embed, embeddings, show,
 // each fed every input) never crash or throw, and what they accept is within the documented
 // limits (sampling ranges, stop strings, num_ctx under the loaded context, tool calls named,
-// with ids and JSON object arguments); the GGUF facts reader, fed
+// with ids and JSON object arguments); the GGUF metadata reader, fed
 // the same bytes as a model file, returns facts or an error, never a crash; and the renderers,
 // fed the bytes as model output (broken UTF-8 included), always write valid JSON.
 #include <cstddef>
@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/gguf_metadata.h"
 #include "format/random_access_file.h"
 #include "http/json_reply.h"
 #include "http/ollama_api.h"
@@ -91,9 +92,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto r = llmd::http::ParseOllamaShow(input); r.has_value()) Check(!r->model.empty());
 
-  // The bytes as a model file: facts or an error.
-  auto facts = llmd::http::ReadGgufFacts(*llmd::format::NewMemoryFile(input));
-  if (facts.has_value()) Check(facts->model_info.is_object());
+  // The bytes as a model file: metadata or an error; what is read renders as model_info.
+  auto metadata = llmd::format::ReadGgufMetadata(*llmd::format::NewMemoryFile(input));
+  if (metadata.has_value()) {
+    const nlohmann::json info = llmd::http::OllamaModelInfo(*metadata);
+    Check(info.is_object() && info.contains("general.parameter_count"));
+    Check(nlohmann::json::accept(llmd::http::Dump(info)));
+  }
 
   // The bytes as a reply: thirds as reasoning, answer and one call's arguments.
   const std::string text(input);

@@ -476,7 +476,7 @@ TEST(HttpApiGuard, AnUnsafeVerdictIsAContentFilterFinishAndShowsNothing) {
   }
   EXPECT_EQ(text, "") << "nothing of the draft is ever streamed";
   EXPECT_EQ(finish, "content_filter");
-  EXPECT_EQ(d.process().CountLog("guard_verdict api=http"), 2u);
+  EXPECT_EQ(d.process().CountLog("guard_verdict api=openai"), 2u);
 }
 
 TEST(HttpApiGuard, ASafeVerdictShowsTheAnswer) {
