@@ -4,11 +4,12 @@
 #include <cmath>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <utility>
 
 #include "http/api_text.h"
 #include "http/block_stream.h"
+#include "http/chat_json.h"
+#include "http/chat_surface.h"
 #include "http/json_fields.h"
 #include "http/json_reply.h"
 #include "http/reply_stream.h"
@@ -104,7 +105,8 @@ Result<std::string> TextOnly(const json& value, const std::string& field) {
 // message's calls, tool_result blocks into tool messages.
 class ConversationBuilder {
  public:
-  explicit ConversationBuilder(std::vector<chat::Message>* messages) : messages_(*messages) {}
+  explicit ConversationBuilder(Conversation* conversation)
+      : conversation_(*conversation), messages_(conversation->messages) {}
 
   Status Turn(const json& m, const std::string& field) {
     if (!m.is_object()) return TypeError(field, "an object");
@@ -115,12 +117,11 @@ class ConversationBuilder {
     const std::string where = field + ".content";
     if (*role == "system") {
       LLMD_ASSIGN_OR_RETURN(std::string text, TextOnly(*content, where));
-      messages_.push_back({"system", std::move(text)});
+      conversation_.Add({"system", std::move(text)}, field);
       return Status::Ok();
     }
-    if (*role == "user") has_user_ = true;
     if (content->is_string()) {
-      AddText(*role, content->get<std::string>());
+      AddText(*role, content->get<std::string>(), field);
       return Status::Ok();
     }
     if (!content->is_array()) return TypeError(where, "a string or an array of content blocks");
@@ -129,30 +130,17 @@ class ConversationBuilder {
       LLMD_RETURN_IF_ERROR(Block((*content)[i], *role, where + "[" + std::to_string(i) + "]"));
     }
     // A turn without blocks (or only dropped ones) is still a turn.
-    if (messages_.size() == before && (messages_.empty() || messages_.back().role != *role)) AddText(*role, "");
-    return Status::Ok();
-  }
-
-  Status Finish() const {
-    if (!unanswered_.empty()) {
-      return InvalidArgumentError("'messages' has a tool_use block with id '" + *unanswered_.begin() +
-                                  "' but no tool_result for it");
-    }
-    if (!has_user_) return InvalidArgumentError("'messages' must have a user turn");
-    if (messages_.back().role == "assistant") {
-      return InvalidArgumentError("the last message must not be the assistant's: llmd does not continue a reply "
-                                  "(prefill is not supported)");
-    }
+    if (messages_.size() == before && (messages_.empty() || messages_.back().role != *role)) AddText(*role, "", field);
     return Status::Ok();
   }
 
  private:
-  void AddText(const std::string& role, const std::string& text) {
+  void AddText(const std::string& role, const std::string& text, const std::string& field) {
     if (!messages_.empty() && messages_.back().role == role) {
       Join(&messages_.back().content, text);
       return;
     }
-    messages_.push_back({role, text});
+    conversation_.Add({role, text}, field);
   }
 
   Status Block(const json& block, const std::string& role, const std::string& where) {
@@ -160,7 +148,7 @@ class ConversationBuilder {
     const bool assistant = role == "assistant";
     if (type == "text") {
       LLMD_ASSIGN_OR_RETURN(std::string text, TextBlock(block, where));
-      AddText(role, text);
+      AddText(role, text, where);
       return Status::Ok();
     }
     if (type == "tool_use" || type == "thinking" || type == "redacted_thinking") {
@@ -191,23 +179,12 @@ class ConversationBuilder {
       }
     }
     LLMD_RETURN_IF_ERROR(CheckCacheControl(block, where));
-    if (!calls_.insert(id).second) {
-      return InvalidArgumentError(Quoted(where + ".id") + " '" + id + "' is used by an earlier tool_use block");
-    }
-    unanswered_.insert(id);
-    if (messages_.empty() || messages_.back().role != "assistant") messages_.push_back({"assistant", ""});
-    messages_.back().tool_calls.push_back({std::move(id), std::move(name), input->dump()});
+    conversation_.AddCall({std::move(id), std::move(name), input->dump()}, where);
     return Status::Ok();
   }
 
   Status ToolResult(const json& block, const std::string& where) {
     LLMD_ASSIGN_OR_RETURN(std::string id, RequiredString(block, "tool_use_id", where));
-    if (calls_.count(id) == 0) {
-      return InvalidArgumentError(Quoted(where + ".tool_use_id") + " '" + id + "' answers no tool_use block before it");
-    }
-    if (unanswered_.erase(id) == 0) {
-      return InvalidArgumentError(Quoted(where + ".tool_use_id") + " '" + id + "' was answered already");
-    }
     std::string text;
     if (const json* content = Field(block, "content")) {
       LLMD_ASSIGN_OR_RETURN(text, TextOnly(*content, where + ".content"));
@@ -219,28 +196,28 @@ class ConversationBuilder {
     if (is_error.value_or(false)) text = "Error: " + text;
     chat::Message m{"tool", std::move(text)};
     m.tool_call_id = std::move(id);
-    messages_.push_back(std::move(m));
+    conversation_.Add(std::move(m), where);
     return Status::Ok();
   }
 
-  std::vector<chat::Message>& messages_;
-  bool has_user_ = false;
-  std::set<std::string> calls_, unanswered_;
+  Conversation& conversation_;
+  std::vector<chat::Message>& messages_;  // conversation_.messages
 };
 
-Status ReadConversation(const json& j, AnthropicRequest* r) {
+// The conversation as chat messages, with where each came from for ValidateConversation.
+Status ReadConversation(const json& j, Conversation* conversation) {
   if (const json* system = Field(j, "system")) {
     LLMD_ASSIGN_OR_RETURN(std::string text, TextOnly(*system, "system"));
-    r->messages.push_back({"system", std::move(text)});
+    conversation->Add({"system", std::move(text)}, "system");
   }
   const json* messages = Field(j, "messages");
   if (messages == nullptr) return InvalidArgumentError("'messages' is required");
   if (!messages->is_array() || messages->empty()) return TypeError("messages", "a non-empty array");
-  ConversationBuilder builder(&r->messages);
+  ConversationBuilder builder(conversation);
   for (size_t i = 0; i < messages->size(); ++i) {
     LLMD_RETURN_IF_ERROR(builder.Turn((*messages)[i], "messages[" + std::to_string(i) + "]"));
   }
-  return builder.Finish();
+  return Status::Ok();
 }
 
 Status ReadSampling(const json& j, AnthropicBody kind, AnthropicRequest* r) {
@@ -281,31 +258,15 @@ Status ReadSampling(const json& j, AnthropicBody kind, AnthropicRequest* r) {
   return Status::Ok();
 }
 
-// A custom tool ({name, description, input_schema}) in the chat shape ({type:"function",
-// function: {name, description, parameters}}) the engine takes.
-Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::string>* names) {
-  if (!tool.is_object()) return TypeError(field, "an object");
-  LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(tool, "type", field + ".type"));
-  if (type && *type != "custom") {
-    return InvalidArgumentError(Quoted(field) + " is a '" + *type +
-                                "' tool, which llmd does not have (only custom tools: name, description, "
-                                "input_schema)");
-  }
-  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field));
-  if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
-  json function = {{"name", name}};
-  if (const json* d = Field(tool, "description")) {
-    if (!d->is_string()) return TypeError(field + ".description", "a string");
-    function["description"] = *d;
-  }
-  const json* schema = Field(tool, "input_schema");
-  if (schema == nullptr || !schema->is_object()) return TypeError(field + ".input_schema", "an object (a JSON schema)");
-  function["parameters"] = *schema;
+// A custom tool ({type?: "custom", name, description, input_schema}) and Anthropic's extras.
+Result<ToolSpec> CustomTool(const json& tool, const std::string& field) {
+  LLMD_RETURN_IF_ERROR(CheckToolType(tool, field, "custom", /*required=*/false,
+                                     "only custom tools: name, description, input_schema"));
+  LLMD_ASSIGN_OR_RETURN(ToolSpec spec, ReadToolFields(tool, field, "input_schema", /*schema_required=*/true));
   LLMD_RETURN_IF_ERROR(CheckCacheControl(tool, field));
-  // The grammar holds every call to its schema, strict or not; arguments stream as they are
-  // generated, eager or not.
+  // The grammar holds every call to its schema, strict or not (ReadToolFields reads strict);
+  // arguments stream as they are generated, eager or not.
   std::optional<bool> flag;
-  LLMD_RETURN_IF_ERROR(ReadBool(tool, "strict", &flag, field + ".strict"));
   LLMD_RETURN_IF_ERROR(ReadBool(tool, "eager_input_streaming", &flag, field + ".eager_input_streaming"));
   flag.reset();
   LLMD_RETURN_IF_ERROR(ReadBool(tool, "defer_loading", &flag, field + ".defer_loading"));
@@ -324,48 +285,43 @@ Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::
     return InvalidArgumentError(Quoted(field + ".input_examples") + " is not supported by llmd (the chat template "
                                 "shows no examples)");
   }
-  return json{{"type", "function"}, {"function", std::move(function)}};
+  return spec;
 }
 
-Status ReadToolChoice(const json& j, const std::set<std::string>& names, AnthropicRequest* r) {
-  engine::ChatFormat& f = r->format;
+// tool_choice: {type: auto, any, tool (with name) or none, disable_parallel_tool_use}.
+Result<ToolChoice> ReadToolChoice(const json& j, AnthropicRequest* r) {
+  ToolChoice out;
   const json* choice = Field(j, "tool_choice");
-  if (choice == nullptr) return Status::Ok();
+  if (choice == nullptr) return out;
   if (!choice->is_object()) return TypeError("tool_choice", "an object ({\"type\": auto, any, tool or none})");
   LLMD_ASSIGN_OR_RETURN(auto type, OptionalString(*choice, "type", "tool_choice.type", {"auto", "any", "tool", "none"}));
   if (!type) return TypeError("tool_choice.type", "auto, any, tool or none");
   std::optional<bool> disable_parallel;
   LLMD_RETURN_IF_ERROR(
       ReadBool(*choice, "disable_parallel_tool_use", &disable_parallel, "tool_choice.disable_parallel_tool_use"));
-  f.parallel_tool_calls = !disable_parallel.value_or(false);
-  if (*type == "auto") {
-    f.tool_choice = engine::ToolChoice::kAuto;
-  } else if (*type == "none") {
-    f.tool_choice = engine::ToolChoice::kNone;
-  } else if (*type == "any") {
-    if (names.empty()) return InvalidArgumentError("'tool_choice' {\"type\":\"any\"} needs 'tools'");
-    f.tool_choice = engine::ToolChoice::kRequired;
-  } else {
-    LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
-    if (names.count(name) == 0) return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'");
-    f.tool_choice = engine::ToolChoice::kNamed;
-    f.tool_name = std::move(name);
+  r->format.parallel_tool_calls = !disable_parallel.value_or(false);
+  if (*type == "none") out.mode = engine::ToolChoice::kNone;
+  if (*type == "any") out.mode = engine::ToolChoice::kRequired;
+  if (*type == "tool") {
+    LLMD_ASSIGN_OR_RETURN(out.name, RequiredString(*choice, "name", "tool_choice"));
+    out.mode = engine::ToolChoice::kNamed;
   }
-  return Status::Ok();
+  return out;
 }
 
-Status ReadTools(const json& j, AnthropicRequest* r) {
-  std::set<std::string> names;
-  json chat_tools = json::array();
-  if (const json* tools = Field(j, "tools")) {
-    if (!tools->is_array()) return TypeError("tools", "an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      LLMD_ASSIGN_OR_RETURN(json tool, ChatTool((*tools)[i], "tools[" + std::to_string(i) + "]", &names));
-      chat_tools.push_back(std::move(tool));
-    }
-  }
-  if (!chat_tools.empty()) r->format.tools_json = chat_tools.dump();
-  return ReadToolChoice(j, names, r);
+// tools and tool_choice, then the conversation checked against them and kept.
+Status ReadTools(const json& j, Conversation conversation, AnthropicRequest* r) {
+  LLMD_ASSIGN_OR_RETURN(std::vector<ToolSpec> tools, ReadToolList(j, CustomTool));
+  LLMD_ASSIGN_OR_RETURN(ToolChoice choice, ReadToolChoice(j, r));
+  static const ChatDialect kMessages{.call = "tool_use block",
+                                     .result = "tool_result",
+                                     .result_id = "tool_use_id",
+                                     .choice_name = "tool_choice.name",
+                                     .needs_user_turn = true};
+  LLMD_RETURN_IF_ERROR(ValidateConversation(conversation.messages, tools, choice, kMessages, conversation.origins));
+  r->messages = std::move(conversation.messages);
+  ApplyTools(tools, choice, &r->format);
+  return Status::Ok();
 }
 
 // thinking: the template's switch. budget_tokens is checked as Anthropic checks it (below
@@ -516,8 +472,9 @@ Result<AnthropicRequest> ParseAnthropicRequest(std::string_view body, AnthropicB
   r.chat = true;
   LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
   LLMD_RETURN_IF_ERROR(ReadSampling(j, kind, &r));
-  LLMD_RETURN_IF_ERROR(ReadConversation(j, &r));
-  LLMD_RETURN_IF_ERROR(ReadTools(j, &r));
+  Conversation conversation;
+  LLMD_RETURN_IF_ERROR(ReadConversation(j, &conversation));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, std::move(conversation), &r));
   LLMD_RETURN_IF_ERROR(ReadThinking(j, &r));  // after max_tokens, which it checks
   LLMD_RETURN_IF_ERROR(ReadOutputConfig(j, &r));
   return r;

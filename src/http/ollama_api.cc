@@ -9,6 +9,8 @@
 
 #include "common/duration.h"
 #include "common/utf8.h"
+#include "http/chat_json.h"
+#include "http/chat_surface.h"
 #include "http/embeddings_api.h"
 #include "http/generation.h"
 #include "http/json_fields.h"
@@ -325,72 +327,30 @@ Status ReadCommon(const json& body, const OllamaLimits& limits, OllamaGenerateRe
   return ReadOptions(body, OptionUse::kGenerate, limits, &r, &out->num_ctx);
 }
 
-// tools: [{type:"function", function:{name, description?, parameters?}}], kept as the
-// OpenAI-shaped JSON text the templates take ("type" added where a client left it out).
-Status ReadTools(const json& body, GenerationRequest* r) {
-  const json* tools = Field(body, "tools");
-  if (tools == nullptr) return Status::Ok();
-  if (!tools->is_array()) return TypeError("tools", "an array");
-  json list = json::array();
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json& t = (*tools)[i];
-    const std::string field = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return TypeError(field, "an object");
-    if (const json* type = Field(t, "type"); type != nullptr && *type != "function") {
-      return InvalidArgumentError(field + ".type must be \"function\"; llmd calls functions only");
-    }
-    const json* fn = Field(t, "function");
-    if (fn == nullptr || !fn->is_object()) return TypeError(field + ".function", "an object");
-    const json* name = Field(*fn, "name");
-    if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
-      return TypeError(field + ".function.name", "a non-empty string");
-    }
-    if (const json* params = Field(*fn, "parameters"); params != nullptr && !params->is_object()) {
-      return TypeError(field + ".function.parameters", "a JSON schema object");
-    }
-    json one = t;
-    one["type"] = "function";
-    list.push_back(std::move(one));
-  }
-  if (!list.empty()) r->format.tools_json = list.dump();
-  return Status::Ok();
+// A call's arguments: an object, as Ollama sends them (absent: none, "{}").
+Result<std::string> ArgumentsObject(const json* value, const std::string& field) {
+  if (value == nullptr) return std::string("{}");
+  if (!value->is_object()) return TypeError(field, "an object (Ollama's arguments are JSON, not text)");
+  return value->dump();
 }
 
-// An assistant message's tool_calls: [{id?, function:{name, arguments: OBJECT, index?}}].
-Status ReadToolCalls(const json& msg, const std::string& field, size_t* next_id, chat::Message* m) {
-  const json* list = Field(msg, "tool_calls");
-  if (list == nullptr) return Status::Ok();
-  if (!list->is_array()) return TypeError(field + ".tool_calls", "an array");
-  for (size_t k = 0; k < list->size(); ++k) {
-    const json& c = (*list)[k];
-    const std::string at = field + ".tool_calls[" + std::to_string(k) + "]";
-    const json* fn = c.is_object() ? Field(c, "function") : nullptr;
-    if (fn == nullptr || !fn->is_object()) return TypeError(at + ".function", "an object");
-    const json* name = Field(*fn, "name");
-    if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
-      return TypeError(at + ".function.name", "a non-empty string");
-    }
-    chat::ToolCall call;
-    call.name = name->get<std::string>();
-    call.arguments = "{}";
-    if (const json* args = Field(*fn, "arguments")) {
-      if (!args->is_object()) {
-        return TypeError(at + ".function.arguments",
-                         "an object (Ollama's arguments are JSON, not text)");
-      }
-      call.arguments = args->dump();
-    }
-    if (const json* id = Field(c, "id")) {
-      if (!id->is_string()) return TypeError(at + ".id", "a string");
-      call.id = id->get<std::string>();
-    }
-    // Ollama's calls carry no ids: the conversation's own numbering links the answers.
-    if (call.id.empty()) call.id = "call_" + std::to_string((*next_id)++);
-    m->tool_calls.push_back(std::move(call));
-  }
-  return Status::Ok();
+// The id of the call a tool message answers: the one it names, else the first unanswered call
+// of its tool_name, else the first unanswered call (Ollama's clients send results in call
+// order, often without ids). `open` holds the id and name of each call not answered yet.
+std::string AnsweredCall(std::string id, const std::string& name,
+                         std::vector<std::pair<std::string, std::string>>* open) {
+  auto it = std::find_if(open->begin(), open->end(), [&](const auto& c) {
+    return id.empty() ? (name.empty() || c.second == name) : c.first == id;
+  });
+  if (it == open->end() && id.empty() && !open->empty()) it = open->begin();
+  if (it == open->end()) return id;  // answers nothing open: ValidateConversation says so
+  id = it->first;
+  open->erase(it);
+  return id;
 }
 
+// The messages as sent; roles, calls and results are checked with the tools, by
+// ValidateConversation, as on every API.
 Status ReadMessages(const json& body, OllamaGenerateRequest* out) {
   const json* messages = Field(body, "messages");
   if (messages != nullptr && !messages->is_array()) return TypeError("messages", "an array");
@@ -398,23 +358,12 @@ Status ReadMessages(const json& body, OllamaGenerateRequest* out) {
     out->load_only = true;
     return Status::Ok();
   }
-  GenerationRequest& r = out->gen;
   size_t next_id = 0;
-  std::vector<std::pair<std::string, std::string>>
-      unanswered;  // id, name of calls not yet answered
+  std::vector<std::pair<std::string, std::string>> open;  // id, name of calls not yet answered
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];
     const std::string field = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return TypeError(field, "an object");
-    const json* role = Field(m, "role");
-    if (role == nullptr || !role->is_string()) return TypeError(field + ".role", "a string");
-    chat::Message msg;
-    msg.role = role->get<std::string>();
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
-        msg.role != "tool") {
-      return InvalidArgumentError(field + ".role must be system, user, assistant or tool (got '" +
-                                  msg.role + "')");
-    }
+    LLMD_ASSIGN_OR_RETURN(chat::Message msg, MessageWithRole(m, field));
     if (const json* c = Field(m, "content")) {
       if (!c->is_string()) return TypeError(field + ".content", "a string");
       msg.content = c->get<std::string>();
@@ -424,11 +373,11 @@ Status ReadMessages(const json& body, OllamaGenerateRequest* out) {
     if (const json* t = Field(m, "thinking"); t != nullptr && !t->is_string()) {
       return TypeError(field + ".thinking", "a string");
     }
-    if (msg.role == "assistant") {
-      LLMD_RETURN_IF_ERROR(ReadToolCalls(m, field, &next_id, &msg));
-      for (const auto& call : msg.tool_calls) unanswered.emplace_back(call.id, call.name);
-    } else if (Field(m, "tool_calls") != nullptr) {
-      return InvalidArgumentError(field + ".tool_calls is only for assistant messages");
+    LLMD_ASSIGN_OR_RETURN(msg.tool_calls, ReadChatToolCalls(m, field, ArgumentsObject));
+    for (auto& call : msg.tool_calls) {
+      // Ollama's calls carry no ids: the conversation's own numbering links the answers.
+      if (call.id.empty()) call.id = "call_" + std::to_string(next_id++);
+      open.emplace_back(call.id, call.name);
     }
     if (msg.role == "tool") {
       std::string id, name;
@@ -437,23 +386,23 @@ Status ReadMessages(const json& body, OllamaGenerateRequest* out) {
         if (v != nullptr && !v->is_string()) return TypeError(field + "." + key, "a string");
         if (v != nullptr) *dst = v->get<std::string>();
       }
-      // The call answered: by id, else the first open call of that name, else the first open one.
-      auto it = std::find_if(unanswered.begin(), unanswered.end(), [&](const auto& c) {
-        return id.empty() ? (name.empty() || c.second == name) : c.first == id;
-      });
-      if (it == unanswered.end() && id.empty() && !unanswered.empty()) it = unanswered.begin();
-      if (it != unanswered.end()) {
-        id = it->first;
-        unanswered.erase(it);
-      }
-      msg.tool_call_id = id;
+      msg.tool_call_id = AnsweredCall(std::move(id), name, &open);
     }
-    r.messages.push_back(std::move(msg));
+    out->gen.messages.push_back(std::move(msg));
   }
-  if (r.messages.back().role == "assistant") {
-    return InvalidArgumentError(
-        "the last message must not be the assistant's (llmd does not continue a reply)");
-  }
+  return Status::Ok();
+}
+
+// tools: [{type?:"function", function:{name, description?, parameters?}}] (a missing type is
+// "function", as Ollama's clients leave it out), then the conversation checked against them.
+// Ollama has no tool_choice: the model decides whether to call.
+Status ReadTools(const json& body, GenerationRequest* r) {
+  auto read_one = [](const json& tool, const std::string& field) {
+    return ReadFunctionTool(tool, field, /*type_required=*/false);
+  };
+  LLMD_ASSIGN_OR_RETURN(std::vector<ToolSpec> tools, ReadToolList(body, read_one));
+  LLMD_RETURN_IF_ERROR(ValidateConversation(r->messages, tools, ToolChoice{}, ChatDialect{}));
+  ApplyTools(tools, ToolChoice{}, &r->format);
   return Status::Ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -163,15 +164,15 @@ TEST(OllamaApi, RefusesBadChatBodiesWithTheFieldNamed) {
       {R"({"messages":[5]})", "'messages[0]' must be an object"},
       {R"({"messages":[{"content":"x"}]})", "'messages[0].role' must be a string"},
       {R"({"messages":[{"role":"developer","content":"x"}]})",
-       "role must be system, user, assistant or tool"},
+       "'messages[0].role' must be system, user, assistant or tool (got 'developer')"},
       {R"({"messages":[{"role":"user","content":["x"]}]})",
        "'messages[0].content' must be a string"},
       {R"({"messages":[{"role":"user","content":"x","images":["aGk="]}]})",
        "'messages[0].images' is not supported"},
       {R"({"messages":[{"role":"user","content":"x","thinking":1}]})",
        "'messages[0].thinking' must be a string"},
-      {R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})",
-       "only for assistant messages"},
+      {R"({"messages":[{"role":"user","content":"x","tool_calls":[{"function":{"name":"f"}}]}]})",
+       "'messages[0].tool_calls' is only for assistant messages"},
       {R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]})",
        "must not be the assistant's"},
       {R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"x"}]})",
@@ -187,7 +188,8 @@ TEST(OllamaApi, RefusesBadChatBodiesWithTheFieldNamed) {
       {Chat(R"(,"keep_alive":true)"), "'keep_alive' must be a duration"},
       {Chat(R"(,"keep_alive":"5 minutes")"), "'keep_alive': '5 minutes' is not a duration"},
       {Chat(R"(,"tools":{})"), "'tools' must be an array"},
-      {Chat(R"(,"tools":[{"type":"web_search"}])"), "tools[0].type must be \"function\""},
+      {Chat(R"(,"tools":[{"type":"web_search"}])"),
+       "'tools[0]' is a 'web_search' tool, which llmd does not have (only function tools)"},
       {Chat(R"(,"tools":[{"type":"function","function":{}}])"),
        "'tools[0].function.name' must be a non-empty string"},
       {Chat(R"(,"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}])"),
@@ -630,12 +632,6 @@ TEST(OllamaApi, NamesSizesAndQuantizationsAsOllama) {
   EXPECT_EQ(ParameterSize(3000000), "3M");
   EXPECT_EQ(ParameterSize(512000), "512K");
   EXPECT_EQ(ParameterSize(999), "999");
-  EXPECT_EQ(FileTypeName(2), "Q4_0");
-  EXPECT_EQ(FileTypeName(7), "Q8_0");
-  EXPECT_EQ(FileTypeName(15), "Q4_K_M");
-  EXPECT_EQ(FileTypeName(1), "F16");
-  EXPECT_EQ(FileTypeName(99), "unknown");
-  EXPECT_EQ(FileTypeName(std::nullopt), "unknown");
 }
 
 std::string SmallGguf() {
@@ -654,51 +650,46 @@ std::string SmallGguf() {
       .U32(testing::GgufBuilder::kF32)
       .U32(std::bit_cast<uint32_t>(1e-6f))
       .TensorInfo("w", {32, 4}, 0, 0)
-      .TensorInfo("b", {10}, 0, 512);
-  return b.bytes();  // the data section is not read
+      .TensorInfo("b", {10}, 0, 512)
+      .Align()
+      .Zeros(552);  // F32 data: 128 + 10 elements
+  return b.bytes();
 }
 
-TEST(OllamaApi, ReadsTheFactsOfAGgufFile) {
-  auto facts = ReadGgufFacts(*format::NewMemoryFile(SmallGguf()));
-  ASSERT_TRUE(facts.has_value()) << facts.error().ToString();
-  EXPECT_EQ(facts->architecture, "qwen3");
-  EXPECT_EQ(facts->file_type, 7u);
-  EXPECT_EQ(facts->parameter_count, 138u);
-  EXPECT_EQ(facts->chat_template, "{% if tools %}...{% endif %}<think>");
-  const json& info = facts->model_info;
+format::GgufMetadata SmallGgufMetadata() {
+  auto metadata = format::ReadGgufMetadata(*format::NewMemoryFile(SmallGguf()));
+  EXPECT_TRUE(metadata.has_value()) << metadata.error().ToString();
+  return metadata.has_value() ? std::move(*metadata) : format::GgufMetadata{};
+}
+
+// format::ReadGgufMetadata's own tests are in src/format/gguf_metadata_test.cc; here, how
+// Ollama's model_info shows what it read.
+TEST(OllamaApi, ModelInfoShowsEveryKeyAsOllama) {
+  const json info = OllamaModelInfo(SmallGgufMetadata());
   EXPECT_EQ(info["general.architecture"], "qwen3");
+  EXPECT_EQ(info["general.file_type"], 7);
   EXPECT_EQ(info["qwen3.context_length"], 40960);
   EXPECT_TRUE(info["tokenizer.ggml.tokens"].is_null());  // the vocabulary is not repeated
   EXPECT_EQ(info["qwen3.layer_heads"], json::array({4, 4}));
   EXPECT_EQ(info["general.ratio"], 0.5);
   EXPECT_EQ(info["general.epsilon"].dump(),
             "1e-06");  // the float's shortest form, as Ollama shows it
-  EXPECT_EQ(info["general.parameter_count"], 138);
+  EXPECT_EQ(info["general.parameter_count"], 138);  // counted: the file does not say it
   EXPECT_FALSE(info.contains("tokenizer.chat_template"));
-}
 
-TEST(OllamaApi, AMalformedGgufIsACorruptionErrorNeverACrash) {
-  const std::string good = SmallGguf();
-  for (size_t n = 0; n < good.size(); ++n) {  // every cut inside the header and tables
-    auto r = ReadGgufFacts(*format::NewMemoryFile(good.substr(0, n)));
-    ASSERT_FALSE(r.has_value()) << "a file cut at " << n << " was read";
-    EXPECT_EQ(r.error().code(), StatusCode::kCorruption);
-  }
-  EXPECT_FALSE(ReadGgufFacts(*format::NewMemoryFile("GGML....")).has_value());
-  testing::GgufBuilder nested;
-  nested.Header(0, 1)
-      .Str("k")
-      .U32(testing::GgufBuilder::kArray)
-      .U32(testing::GgufBuilder::kArray)
-      .U64(1);
-  EXPECT_FALSE(ReadGgufFacts(*format::NewMemoryFile(nested.bytes())).has_value());
-  testing::GgufBuilder huge;
-  huge.Header(0, 1)
-      .Str("k")
-      .U32(testing::GgufBuilder::kArray)
-      .U32(testing::GgufBuilder::kU64)
-      .U64(1ull << 60);
-  EXPECT_FALSE(ReadGgufFacts(*format::NewMemoryFile(huge.bytes())).has_value());
+  format::GgufMetadata said;
+  said.parameter_count = 138;
+  said.values = {{"general.parameter_count", uint64_t{8000000000}},
+                 {"a.signed", int64_t{-3}},
+                 {"a.flag", true},
+                 {"a.double", 0.25},
+                 {"a.nan", std::numeric_limits<double>::quiet_NaN()},
+                 {"a.inf32", std::numeric_limits<float>::infinity()},
+                 {"a.mixed", std::vector<format::GgufScalar>{uint64_t{1}, int64_t{-1}, 1.5f, false}},
+                 {"a.long", std::monostate{}}};
+  EXPECT_EQ(OllamaModelInfo(said).dump(),
+            R"({"a.double":0.25,"a.flag":true,"a.inf32":null,"a.long":null,"a.mixed":[1,-1,1.5,false],)"
+            R"("a.nan":null,"a.signed":-3,"general.parameter_count":8000000000})");
 }
 
 OllamaModel Model(bool embeddings) {
@@ -711,7 +702,7 @@ OllamaModel Model(bool embeddings) {
   m.digest = "00000000000000ab";
   m.embeddings = embeddings;
   m.context_length = 2048;
-  m.facts = *ReadGgufFacts(*format::NewMemoryFile(SmallGguf()));
+  m.facts = SmallGgufMetadata();
   return m;
 }
 

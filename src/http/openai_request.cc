@@ -5,9 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 
+#include "http/chat_json.h"
+#include "http/chat_surface.h"
 #include "http/json_fields.h"
 
 namespace llmd::http {
@@ -177,34 +178,15 @@ Result<std::string> Content(const json& msg, size_t index) {
   return text;
 }
 
-// An assistant message's tool_calls: [{id, type:"function", function:{name, arguments}}].
-Result<std::vector<chat::ToolCall>> ToolCalls(const json& msg, const std::string& field) {
-  std::vector<chat::ToolCall> calls;
-  const json* list = Field(msg, "tool_calls");
-  if (list == nullptr) return calls;
-  if (!list->is_array()) return TypeError(field + ".tool_calls", "an array");
-  for (size_t k = 0; k < list->size(); ++k) {
-    const json& c = (*list)[k];
-    const std::string at = field + ".tool_calls[" + std::to_string(k) + "]";
-    const json* fn = c.is_object() ? Field(c, "function") : nullptr;
-    if (fn == nullptr || !fn->is_object()) return TypeError(at + ".function", "an object");
-    const json* name = Field(*fn, "name");
-    if (name == nullptr || !name->is_string()) return TypeError(at + ".function.name", "a string");
-    chat::ToolCall call;
-    call.name = name->get<std::string>();
-    if (const json* args = Field(*fn, "arguments")) {
-      if (!args->is_string()) return TypeError(at + ".function.arguments", "a string of JSON");
-      call.arguments = args->get<std::string>();
-    }
-    if (const json* id = Field(c, "id")) {
-      if (!id->is_string()) return TypeError(at + ".id", "a string");
-      call.id = id->get<std::string>();
-    }
-    calls.push_back(std::move(call));
-  }
-  return calls;
+// A call's arguments: a string of JSON (absent: none).
+Result<std::string> ArgumentsText(const json* value, const std::string& field) {
+  if (value == nullptr) return std::string();
+  if (!value->is_string()) return TypeError(field, "a string of JSON");
+  return value->get<std::string>();
 }
 
+// The messages as sent; roles, calls and results are checked with the tools, by
+// ValidateConversation, as on every API.
 Status ReadMessages(const json& j, GenerationRequest* r) {
   const json* messages = Field(j, "messages");
   if (messages == nullptr) return InvalidArgumentError("'messages' is required");
@@ -212,16 +194,8 @@ Status ReadMessages(const json& j, GenerationRequest* r) {
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];
     const std::string field = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return TypeError(field, "an object");
-    const json* role = Field(m, "role");
-    if (role == nullptr || !role->is_string()) return TypeError(field + ".role", "a string");
-    chat::Message msg;
-    msg.role = role->get<std::string>();
+    LLMD_ASSIGN_OR_RETURN(chat::Message msg, MessageWithRole(m, field));
     if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
-      return InvalidArgumentError(field + ".role must be system, developer, user, assistant or tool (got '" +
-                                  msg.role + "')");
-    }
     LLMD_ASSIGN_OR_RETURN(msg.content, Content(m, i));
     // What a chat template has no place for is refused, not dropped.
     for (const char* key : {"refusal", "audio", "function_call"}) {
@@ -232,11 +206,7 @@ Status ReadMessages(const json& j, GenerationRequest* r) {
     if (const json* name = Field(m, "name"); name != nullptr && msg.role != "tool") {
       return InvalidArgumentError(field + ".name is not supported by llmd (the chat template has no place for it)");
     }
-    if (msg.role == "assistant") {
-      LLMD_ASSIGN_OR_RETURN(msg.tool_calls, ToolCalls(m, field));
-    } else if (Field(m, "tool_calls") != nullptr) {
-      return InvalidArgumentError(field + ".tool_calls is only for assistant messages");
-    }
+    LLMD_ASSIGN_OR_RETURN(msg.tool_calls, ReadChatToolCalls(m, field, ArgumentsText));
     if (msg.role == "tool") {
       const json* id = Field(m, "tool_call_id");
       if (id == nullptr || !id->is_string()) return TypeError(field + ".tool_call_id", "a string (the call answered)");
@@ -244,64 +214,41 @@ Status ReadMessages(const json& j, GenerationRequest* r) {
     }
     r->messages.push_back(std::move(msg));
   }
-  if (r->messages.back().role == "assistant") {
-    return InvalidArgumentError("the last message must not be the assistant's (llmd does not continue a reply)");
-  }
   return Status::Ok();
 }
 
-// tools: [{type:"function", function:{name, description?, parameters?}}], kept as JSON text
-// for the template; tool_choice and parallel_tool_calls.
+// tool_choice: auto, none, required or {type:"function", function:{name}}.
+Result<ToolChoice> ReadToolChoice(const json& j) {
+  ToolChoice choice;
+  const json* c = Field(j, "tool_choice");
+  if (c == nullptr) return choice;
+  if (c->is_string()) {
+    if (*c == "auto") return choice;
+    if (*c == "none" || *c == "required") {
+      choice.mode = *c == "none" ? engine::ToolChoice::kNone : engine::ToolChoice::kRequired;
+      return choice;
+    }
+  } else if (c->is_object() && c->value("type", json()) == "function" && c->contains("function") &&
+             (*c)["function"].is_object() && (*c)["function"].value("name", json()).is_string()) {
+    choice.mode = engine::ToolChoice::kNamed;
+    choice.name = (*c)["function"]["name"].get<std::string>();
+    return choice;
+  }
+  return InvalidArgumentError(
+      "'tool_choice' must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}");
+}
+
+// tools, tool_choice and parallel_tool_calls, then the conversation checked against them.
 Status ReadTools(const json& j, GenerationRequest* r) {
-  engine::ChatFormat& f = r->format;
-  std::set<std::string> names;  // the functions a named tool_choice may pick
-  const json* tools = Field(j, "tools");
-  if (tools != nullptr) {
-    if (!tools->is_array()) return TypeError("tools", "an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const json& t = (*tools)[i];
-      const std::string field = "tools[" + std::to_string(i) + "]";
-      if (!t.is_object() || t.value("type", json()) != "function") {
-        return InvalidArgumentError(field + " must be {\"type\":\"function\",\"function\":{...}}; llmd calls functions only");
-      }
-      const json* fn = Field(t, "function");
-      if (fn == nullptr || !fn->is_object()) return TypeError(field + ".function", "an object");
-      const json* name = Field(*fn, "name");
-      if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
-        return TypeError(field + ".function.name", "a non-empty string");
-      }
-      names.insert(name->get<std::string>());
-      if (const json* params = Field(*fn, "parameters"); params != nullptr && !params->is_object()) {
-        return TypeError(field + ".function.parameters", "a JSON schema object");
-      }
-    }
-    if (!tools->empty()) f.tools_json = tools->dump();
-  }
-  if (const json* choice = Field(j, "tool_choice")) {
-    if (choice->is_string()) {
-      const std::string c = choice->get<std::string>();
-      if (c == "auto") f.tool_choice = engine::ToolChoice::kAuto;
-      else if (c == "none") f.tool_choice = engine::ToolChoice::kNone;
-      else if (c == "required") f.tool_choice = engine::ToolChoice::kRequired;
-      else return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",...}");
-    } else if (choice->is_object() && choice->value("type", json()) == "function" && choice->contains("function") &&
-               (*choice)["function"].is_object() && (*choice)["function"].value("name", json()).is_string()) {
-      f.tool_choice = engine::ToolChoice::kNamed;
-      f.tool_name = (*choice)["function"]["name"].get<std::string>();
-    } else {
-      return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"function\":{\"name\":...}}");
-    }
-    if (f.tools_json.empty() && f.tool_choice != engine::ToolChoice::kAuto && f.tool_choice != engine::ToolChoice::kNone) {
-      return InvalidArgumentError("'tool_choice' asks for a tool call, but 'tools' is empty")
-          .WithReason(ErrorReason::kToolNotOffered);
-    }
-    // Refused here, as the other APIs do, not left to the chat template.
-    if (f.tool_choice == engine::ToolChoice::kNamed && names.count(f.tool_name) == 0) {
-      return InvalidArgumentError("'tool_choice.function.name' '" + f.tool_name + "' is not in 'tools'")
-          .WithReason(ErrorReason::kToolNotOffered);
-    }
-  }
-  return ReadBool(j, "parallel_tool_calls", &f.parallel_tool_calls);
+  auto read_one = [](const json& tool, const std::string& field) {
+    return ReadFunctionTool(tool, field, /*type_required=*/true);
+  };
+  LLMD_ASSIGN_OR_RETURN(std::vector<ToolSpec> tools, ReadToolList(j, read_one));
+  LLMD_ASSIGN_OR_RETURN(ToolChoice choice, ReadToolChoice(j));
+  static const ChatDialect kChat{.roles = "system, developer, user, assistant or tool"};
+  LLMD_RETURN_IF_ERROR(ValidateConversation(r->messages, tools, choice, kChat));
+  ApplyTools(tools, choice, &r->format);
+  return ReadBool(j, "parallel_tool_calls", &r->format.parallel_tool_calls);
 }
 
 // response_format: text, json_object (any JSON object) or json_schema {name, schema, strict}.
@@ -379,8 +326,8 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
   GenerationRequest r;
   r.chat = true;
   LLMD_RETURN_IF_ERROR(ReadMessages(j, &r));
-  LLMD_RETURN_IF_ERROR(ReadThinking(j, &r));
   LLMD_RETURN_IF_ERROR(ReadTools(j, &r));
+  LLMD_RETURN_IF_ERROR(ReadThinking(j, &r));
   LLMD_RETURN_IF_ERROR(ReadResponseFormat(j, &r));
   LLMD_RETURN_IF_ERROR(ReadChatLogprobs(j, &r));
   LLMD_RETURN_IF_ERROR(Unsupported(j, "audio", json()));

@@ -77,7 +77,7 @@ TEST(ResponsesRequest, ParsesEveryField) {
   EXPECT_EQ(r.top_logprobs, -1);
   EXPECT_EQ(json::parse(r.format.tools_json), json::parse(R"([
     {"type": "function", "function": {"name": "get_weather", "description": "weather now",
-      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}, "strict": true}},
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
     {"type": "function", "function": {"name": "get_time"}}])"));
   EXPECT_EQ(r.format.tool_choice, engine::ToolChoice::kNamed);
   EXPECT_EQ(r.format.tool_name, "get_weather");
@@ -237,9 +237,13 @@ TEST(ResponsesRequest, RefusesWhatItCannotHonourWithTheFieldNamed) {
        "'input[0].call_id' 'zz' answers no function_call before it"},
       {R"({"input":[{"type":"function_call_output","output":"x"}]})", "'input[0].call_id' must be a non-empty"},
       {R"({"input":[{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},
+                    {"type":"function_call_output","call_id":"a","output":"x"},
+                    {"type":"function_call_output","call_id":"a","output":"y"}]})",
+       "'input[2].call_id' 'a' was answered already"},
+      {R"({"input":[{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},
                     {"type":"function_call_output","call_id":"a","output":5}]})", "'input[1].output' must be"},
       {R"({"input":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]})",
-       "must not end with the assistant's message"},
+       "the last message must not be the assistant's (llmd does not continue a reply)"},
       {R"({"input":[{"type":"reasoning","summary":[]}]})", "'input' has no message"},
       {R"({"input":"x","instructions":5})", "'instructions' must be a string"},
       {R"({"input":"x","previous_response_id":"resp_1"})",
@@ -277,8 +281,11 @@ TEST(ResponsesRequest, RefusesWhatItCannotHonourWithTheFieldNamed) {
       {R"({"input":"x","tools":[{"type":"function","name":"f","strict":"yes"}]})", "'tools[0].strict' must be"},
       {R"({"input":"x","tool_choice":5})", "'tool_choice' must be a string or an object"},
       {R"({"input":"x","tool_choice":"maybe"})", "'tool_choice' must be auto, none, required"},
-      {R"({"input":"x","tool_choice":"required"})", "'tool_choice': \"required\" needs 'tools'"},
-      {R"({"input":"x","tool_choice":{"type":"function","name":"g"}})", "'tool_choice.name' 'g' is not in 'tools'"},
+      {R"({"input":"x","tool_choice":"required"})", "'tool_choice' asks for a tool call, but 'tools' is empty"},
+      {R"({"input":"x","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}})",
+       "'tool_choice.name' 'g' is not in 'tools'"},
+      {R"({"input":"x","tool_choice":{"type":"function","name":"g"}})",
+       "'tool_choice' asks for a tool call, but 'tools' is empty"},
       {R"({"input":"x","tool_choice":{"type":"function"}})", "'tool_choice.name' must be a non-empty string"},
       {R"({"input":"x","tool_choice":{"name":"f"}})", "'tool_choice.type' must be a string"},
       {R"({"input":"x","tool_choice":{"type":"file_search"}})", "'tool_choice' of type 'file_search' is not supported"},

@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "http/api_text.h"
+#include "http/chat_json.h"
+#include "http/chat_surface.h"
 #include "http/json_fields.h"
 #include "http/responses_api.h"
 
@@ -106,7 +108,7 @@ Result<std::string> TextOf(const json& obj, const char* key, const std::string& 
 // (a reply's text and its calls are one chat turn); outputs become tool messages.
 class InputBuilder {
  public:
-  explicit InputBuilder(std::vector<chat::Message>* messages) : messages_(*messages) {}
+  explicit InputBuilder(Conversation* conversation) : conversation_(*conversation) {}
 
   Status Item(const json& item, const std::string& field) {
     if (!item.is_object()) return TypeError(field, "an object");
@@ -127,17 +129,9 @@ class InputBuilder {
                                 "function_call, function_call_output and reasoning items)");
   }
 
-  // Every call answered, and the conversation ends on a turn the model can answer.
+  // Calls, results and the last turn are ValidateConversation's; reasoning items are Responses' own.
   Status Finish() const {
-    if (!unanswered_.empty()) {
-      return InvalidArgumentError("'input' has a function_call with call_id '" + *unanswered_.begin() +
-                                  "' but no function_call_output for it");
-    }
     if (!added_) return InvalidArgumentError("'input' has no message (reasoning items alone are not a turn)");
-    if (messages_.back().role == "assistant") {
-      return InvalidArgumentError("'input' must not end with the assistant's message (llmd does not continue a "
-                                  "reply)");
-    }
     return Status::Ok();
   }
 
@@ -147,7 +141,7 @@ class InputBuilder {
                                                     {"user", "system", "developer", "assistant"}));
     if (!role) return TypeError(field + ".role", "user, system, developer or assistant");
     LLMD_ASSIGN_OR_RETURN(std::string content, TextOf(item, "content", field + ".content"));
-    messages_.push_back({*role == "developer" ? "system" : *role, std::move(content)});
+    conversation_.Add({*role == "developer" ? "system" : *role, std::move(content)}, field);
     added_ = true;
     return Status::Ok();
   }
@@ -161,46 +155,38 @@ class InputBuilder {
     // Templates render the arguments as JSON; an empty string is a call without any.
     if (arguments.empty()) arguments = "{}";
     if (!json::accept(arguments)) return TypeError(field + ".arguments", "JSON text");
-    if (!calls_.insert(call_id).second) {
-      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' is used by an earlier function_call");
-    }
-    unanswered_.insert(call_id);
-    if (messages_.empty() || messages_.back().role != "assistant") messages_.push_back({"assistant", ""});
-    messages_.back().tool_calls.push_back({std::move(call_id), std::move(name), std::move(arguments)});
+    conversation_.AddCall({std::move(call_id), std::move(name), std::move(arguments)}, field);
     added_ = true;
     return Status::Ok();
   }
 
   Status FunctionCallOutput(const json& item, const std::string& field) {
     LLMD_ASSIGN_OR_RETURN(std::string call_id, RequiredString(item, "call_id", field));
-    if (calls_.count(call_id) == 0) {
-      return InvalidArgumentError(Quoted(field + ".call_id") + " '" + call_id + "' answers no function_call before it");
-    }
-    unanswered_.erase(call_id);
     LLMD_ASSIGN_OR_RETURN(std::string output, TextOf(item, "output", field + ".output"));
     chat::Message m{"tool", std::move(output)};
     m.tool_call_id = std::move(call_id);
-    messages_.push_back(std::move(m));
+    conversation_.Add(std::move(m), field);
+    added_ = true;  // a turn; ValidateConversation refuses it if it answers no call
     return Status::Ok();
   }
 
-  std::vector<chat::Message>& messages_;
+  Conversation& conversation_;
   bool added_ = false;  // a message or call from the input (not just instructions)
-  std::set<std::string> calls_, unanswered_;
 };
 
-Status ReadInput(const json& j, ResponsesRequest* r, ordered* echo) {
+// The input as chat messages, with where each came from for ValidateConversation.
+Status ReadInput(const json& j, Conversation* conversation, ordered* echo) {
   LLMD_ASSIGN_OR_RETURN(auto instructions, OptionalString(j, "instructions", "instructions"));
   (*echo)["instructions"] = instructions ? ordered(*instructions) : ordered(nullptr);
-  if (instructions) r->messages.push_back({"system", *instructions});
+  if (instructions) conversation->Add({"system", *instructions}, "instructions");
   const json* input = Field(j, "input");
   if (input == nullptr) return InvalidArgumentError("'input' is required");
   if (input->is_string()) {
-    r->messages.push_back({"user", input->get<std::string>()});
+    conversation->Add({"user", input->get<std::string>()}, "input");
     return Status::Ok();
   }
   if (!input->is_array() || input->empty()) return TypeError("input", "a string or a non-empty array of items");
-  InputBuilder builder(&r->messages);
+  InputBuilder builder(conversation);
   for (size_t i = 0; i < input->size(); ++i) {
     LLMD_RETURN_IF_ERROR(builder.Item((*input)[i], "input[" + std::to_string(i) + "]"));
   }
@@ -226,64 +212,34 @@ Status ReadSampling(const json& j, ResponsesRequest* r, ordered* echo) {
   return Status::Ok();
 }
 
-// A Responses function tool ({type, name, description, parameters, strict}) in the chat
-// shape ({type, function: {name, description, parameters, strict}}) the engine takes.
-Result<json> ChatTool(const json& tool, const std::string& field, std::set<std::string>* names) {
-  if (!tool.is_object()) return TypeError(field, "an object");
-  const json* type = Field(tool, "type");
-  if (type == nullptr || !type->is_string()) return TypeError(field + ".type", "a string");
-  if (*type != "function") {
-    return InvalidArgumentError(Quoted(field) + " is a '" + type->get<std::string>() +
-                                "' tool, which llmd does not have (only function tools)");
-  }
-  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(tool, "name", field));
-  if (!names->insert(name).second) return InvalidArgumentError(Quoted(field + ".name") + " '" + name + "' is used twice");
-  json function = {{"name", name}};
-  if (const json* d = Field(tool, "description")) {
-    if (!d->is_string()) return TypeError(field + ".description", "a string");
-    function["description"] = *d;
-  }
-  if (const json* p = Field(tool, "parameters")) {
-    if (!p->is_object()) return TypeError(field + ".parameters", "an object (a JSON schema)");
-    function["parameters"] = *p;
-  }
-  if (const json* s = Field(tool, "strict")) {
-    if (!s->is_boolean()) return TypeError(field + ".strict", "true or false");
-    function["strict"] = *s;
-  }
-  return json{{"type", "function"}, {"function", std::move(function)}};
+// A Responses function tool: {type: "function", name, description, parameters, strict}.
+Result<ToolSpec> FunctionTool(const json& tool, const std::string& field) {
+  LLMD_RETURN_IF_ERROR(CheckToolType(tool, field, "function", /*required=*/true, "only function tools"));
+  return ReadToolFields(tool, field, "parameters", /*schema_required=*/false);
 }
 
-// The Response's copy of a tool: every field FunctionTool has, null where not sent.
-ordered EchoedTool(const json& chat_tool) {
-  const json& f = chat_tool["function"];
-  auto or_null = [&](const char* key) { return f.contains(key) ? ordered(f[key]) : ordered(nullptr); };
-  return {{"type", "function"}, {"name", f["name"]}, {"description", or_null("description")},
+// The Response's copy of a tool, as sent: every field FunctionTool has, null where not sent.
+ordered EchoedTool(const json& tool) {
+  auto or_null = [&](const char* key) { return tool.contains(key) ? ordered(tool[key]) : ordered(nullptr); };
+  return {{"type", "function"}, {"name", tool["name"]}, {"description", or_null("description")},
           {"parameters", or_null("parameters")}, {"strict", or_null("strict")}};
 }
 
-Status ReadToolChoice(const json& j, const std::set<std::string>& names, ResponsesRequest* r, ordered* echo) {
+// tool_choice: auto, none, required or {type: "function", name}.
+Result<ToolChoice> ReadToolChoice(const json& j, ordered* echo) {
+  ToolChoice out;
   const json* choice = Field(j, "tool_choice");
   (*echo)["tool_choice"] = choice ? ordered(*choice) : ordered("auto");
-  if (choice == nullptr) return Status::Ok();
-  engine::ChatFormat& f = r->format;
+  if (choice == nullptr) return out;
   if (choice->is_string()) {
     const std::string& c = choice->get_ref<const std::string&>();
-    if (c == "auto") {
-      f.tool_choice = engine::ToolChoice::kAuto;
-    } else if (c == "none") {
-      f.tool_choice = engine::ToolChoice::kNone;
-    } else if (c == "required") {
-      if (names.empty()) {
-        return InvalidArgumentError("'tool_choice': \"required\" needs 'tools'")
-            .WithReason(ErrorReason::kToolNotOffered);
-      }
-      f.tool_choice = engine::ToolChoice::kRequired;
-    } else {
+    if (c == "none") out.mode = engine::ToolChoice::kNone;
+    if (c == "required") out.mode = engine::ToolChoice::kRequired;
+    if (c != "auto" && c != "none" && c != "required") {
       return InvalidArgumentError("'tool_choice' must be auto, none, required or {\"type\":\"function\",\"name\":...} "
                                   "(got '" + c + "')");
     }
-    return Status::Ok();
+    return out;
   }
   if (!choice->is_object()) return TypeError("tool_choice", "a string or an object");
   const json* type = Field(*choice, "type");
@@ -292,31 +248,29 @@ Status ReadToolChoice(const json& j, const std::set<std::string>& names, Respons
     return InvalidArgumentError("'tool_choice' of type '" + type->get<std::string>() +
                                 "' is not supported by llmd (only auto, none, required or a function)");
   }
-  LLMD_ASSIGN_OR_RETURN(std::string name, RequiredString(*choice, "name", "tool_choice"));
-  if (names.count(name) == 0) {
-    return InvalidArgumentError("'tool_choice.name' '" + name + "' is not in 'tools'")
-        .WithReason(ErrorReason::kToolNotOffered);
-  }
-  f.tool_choice = engine::ToolChoice::kNamed;
-  f.tool_name = std::move(name);
-  return Status::Ok();
+  LLMD_ASSIGN_OR_RETURN(out.name, RequiredString(*choice, "name", "tool_choice"));
+  out.mode = engine::ToolChoice::kNamed;
+  return out;
 }
 
-Status ReadTools(const json& j, ResponsesRequest* r, ordered* echo) {
-  std::set<std::string> names;
-  json chat_tools = json::array();
+// tools, tool_choice, parallel_tool_calls and max_tool_calls; the input checked against them.
+Status ReadTools(const json& j, Conversation conversation, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(std::vector<ToolSpec> tools, ReadToolList(j, FunctionTool));
   ordered echoed = ordered::array();
-  if (const json* tools = Field(j, "tools")) {
-    if (!tools->is_array()) return TypeError("tools", "an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      LLMD_ASSIGN_OR_RETURN(json tool, ChatTool((*tools)[i], "tools[" + std::to_string(i) + "]", &names));
-      echoed.push_back(EchoedTool(tool));
-      chat_tools.push_back(std::move(tool));
-    }
+  if (!tools.empty()) {
+    for (const json& tool : j.at("tools")) echoed.push_back(EchoedTool(tool));
   }
-  if (!chat_tools.empty()) r->format.tools_json = chat_tools.dump();
   (*echo)["tools"] = std::move(echoed);
-  LLMD_RETURN_IF_ERROR(ReadToolChoice(j, names, r, echo));
+  LLMD_ASSIGN_OR_RETURN(ToolChoice choice, ReadToolChoice(j, echo));
+  static const ChatDialect kInput{.list = "input",
+                                  .call = "function_call",
+                                  .call_id = "call_id",
+                                  .result = "function_call_output",
+                                  .result_id = "call_id",
+                                  .choice_name = "tool_choice.name"};
+  LLMD_RETURN_IF_ERROR(ValidateConversation(conversation.messages, tools, choice, kInput, conversation.origins));
+  r->messages = std::move(conversation.messages);
+  ApplyTools(tools, choice, &r->format);
   std::optional<bool> parallel;
   LLMD_RETURN_IF_ERROR(ReadBool(j, "parallel_tool_calls", &parallel));
   r->format.parallel_tool_calls = parallel.value_or(true);
@@ -465,9 +419,10 @@ Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   ordered echo = ordered::object();
   LLMD_RETURN_IF_ERROR(RefuseStatefulFields(j));
   LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
-  LLMD_RETURN_IF_ERROR(ReadInput(j, &r, &echo));
+  Conversation conversation;
+  LLMD_RETURN_IF_ERROR(ReadInput(j, &conversation, &echo));
   LLMD_RETURN_IF_ERROR(ReadSampling(j, &r, &echo));
-  LLMD_RETURN_IF_ERROR(ReadTools(j, &r, &echo));
+  LLMD_RETURN_IF_ERROR(ReadTools(j, std::move(conversation), &r, &echo));
   LLMD_RETURN_IF_ERROR(ReadTextFormat(j, &r, &echo));
   LLMD_RETURN_IF_ERROR(ReadReasoning(j, &r, &echo));
   LLMD_RETURN_IF_ERROR(ReadInclude(j, &r, &echo));  // after tools and reasoning, which it checks
