@@ -2,7 +2,9 @@
 // builds that have it). Our own types only; llama.cpp stays behind src/engine/llama/.
 //
 // Thread-safety: an Engine is used from one thread at a time (the scheduler's engine thread
-// owns it). Lifetime: a Sampler must not outlive its Engine.
+// owns it), except Tokenize and Detokenize, which any thread may call while the engine
+// decodes (the vocabulary is read-only; EngineWorker::Tokenize keeps the engine from being
+// swapped meanwhile). Lifetime: a Sampler must not outlive its Engine.
 #ifndef LLMD_ENGINE_ENGINE_H_
 #define LLMD_ENGINE_ENGINE_H_
 
