@@ -289,8 +289,15 @@ FakeEngineOptions CostedDrafting(int32_t step_ms, int32_t item_ms, ManualClock* 
 // Runs four streams of `max_tokens` at once: their drafted tokens, each stream checked against
 // what it generates alone.
 int64_t DraftedByFourStreams(Rig& rig, int32_t max_tokens) {
+  // A blocker holds the engine while the four queue, so they are admitted together and every
+  // step is four wide, however the threads are scheduled.
+  rig.fake->HoldDecodes();
+  auto blocker = rig.Submit(Raw("x", 1));
+  EXPECT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
   std::vector<std::shared_ptr<JobChannel>> channels;
   for (int i = 0; i < 4; ++i) channels.push_back(rig.Submit(Raw("stream " + std::to_string(i), max_tokens)));
+  rig.Release();
+  EXPECT_TRUE(Await(*blocker).has_value());
   int64_t drafted = 0;
   for (int i = 0; i < 4; ++i) {
     auto done = Await(*channels[static_cast<size_t>(i)]);
