@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "http/http_server.h"
-#include "http/openai_routes.h"
+#include "http/openai/openai_routes.h"
 #include "daemon/server_context.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"

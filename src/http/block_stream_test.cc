@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "http/anthropic_api.h"
-#include "http/responses_api.h"
+#include "http/anthropic/anthropic_api.h"
+#include "http/responses/responses_api.h"
 
 namespace llmd::http {
 namespace {

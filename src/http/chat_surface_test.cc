@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "http/anthropic_api.h"
-#include "http/ollama_api.h"
-#include "http/openai_request.h"
-#include "http/responses_api.h"
+#include "http/anthropic/anthropic_api.h"
+#include "http/ollama/ollama_api.h"
+#include "http/openai/openai_request.h"
+#include "http/responses/responses_api.h"
 
 namespace llmd::http {
 namespace {

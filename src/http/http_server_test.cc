@@ -13,7 +13,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "http/openai_routes.h"
+#include "http/openai/openai_routes.h"
 
 namespace llmd::http {
 namespace {

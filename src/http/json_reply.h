@@ -7,7 +7,7 @@
 #include <string>
 
 #include "http/http_server.h"
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 
 namespace llmd::http {
 

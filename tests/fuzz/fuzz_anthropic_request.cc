@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "http/anthropic_api.h"
+#include "http/anthropic/anthropic_api.h"
 
 namespace {
 

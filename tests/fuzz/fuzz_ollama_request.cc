@@ -14,7 +14,7 @@
 #include "format/gguf_metadata.h"
 #include "format/random_access_file.h"
 #include "http/json_reply.h"
-#include "http/ollama_api.h"
+#include "http/ollama/ollama_api.h"
 
 namespace {
 

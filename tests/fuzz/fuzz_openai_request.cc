@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "chat/stop_strings.h"
-#include "http/openai_request.h"
+#include "http/openai/openai_request.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "http/responses_api.h"
+#include "http/responses/responses_api.h"
 
 namespace {
 

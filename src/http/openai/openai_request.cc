@@ -1,4 +1,4 @@
-#include "http/openai_request.h"
+#include "http/openai/openai_request.h"
 
 #include <cerrno>
 #include <climits>

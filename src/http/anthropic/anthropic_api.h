@@ -13,8 +13,8 @@
 // text, metadata.
 //
 // Thread-safety: the functions are pure; an AnthropicStream is used by one thread.
-#ifndef LLMD_HTTP_ANTHROPIC_API_H_
-#define LLMD_HTTP_ANTHROPIC_API_H_
+#ifndef LLMD_HTTP_ANTHROPIC_ANTHROPIC_API_H_
+#define LLMD_HTTP_ANTHROPIC_ANTHROPIC_API_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "engine/types.h"
-#include "http/openai_errors.h"
-#include "http/openai_request.h"
+#include "http/api_error.h"
+#include "http/openai/openai_request.h"
 #include "http/reply_deltas.h"
 #include "http/reply_stream.h"  // SseEvent
 #include "llmd/result.h"
@@ -141,4 +141,4 @@ class AnthropicStream {
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_ANTHROPIC_API_H_
+#endif  // LLMD_HTTP_ANTHROPIC_ANTHROPIC_API_H_

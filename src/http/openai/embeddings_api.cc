@@ -1,4 +1,4 @@
-#include "http/embeddings_api.h"
+#include "http/openai/embeddings_api.h"
 
 #include <bit>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "http/ollama_api.h"
+#include "http/ollama/ollama_api.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 // mirostat_tau / mirostat_eta (they only tune mirostat, which must be off).
 //
 // Thread-safety: every function is pure.
-#ifndef LLMD_HTTP_OLLAMA_API_H_
-#define LLMD_HTTP_OLLAMA_API_H_
+#ifndef LLMD_HTTP_OLLAMA_OLLAMA_API_H_
+#define LLMD_HTTP_OLLAMA_OLLAMA_API_H_
 
 #include <chrono>
 #include <cstdint>
@@ -198,4 +198,4 @@ std::string RenderOllamaEmbeddings(const std::vector<float>& vector);
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OLLAMA_API_H_
+#endif  // LLMD_HTTP_OLLAMA_OLLAMA_API_H_

@@ -1,4 +1,4 @@
-#include "http/openai_render.h"
+#include "http/openai/openai_render.h"
 
 namespace llmd::http {
 namespace {

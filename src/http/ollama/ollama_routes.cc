@@ -1,4 +1,4 @@
-#include "http/ollama_routes.h"
+#include "http/ollama/ollama_routes.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 #include "format/random_access_file.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 #include "sched/request_runner.h"
 
 namespace llmd::http {
@@ -117,7 +117,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   const auto started = std::chrono::steady_clock::now();
   const auto config = ctx_.config();
   const config::DaemonConfig& c = *config;
-  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
   auto parsed =
       chat ? ParseOllamaChat(req.body, Limits(c)) : ParseOllamaGenerate(req.body, Limits(c));
   if (!parsed.has_value()) return fail(parsed.error());
@@ -172,7 +172,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
   if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
   if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
-    ApiError e = OpenAiError(outcome.error);
+    ApiError e = ApiErrorOf(outcome.error);
     if (!streaming) return SendError(out, e, ErrorShape::kOllama);
     if (!write({{"error", e.message}}) || !out.EndStream()) return 0;
     return e.status;
@@ -189,7 +189,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
 int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
   const auto started = std::chrono::steady_clock::now();
   const auto config = ctx_.config();
-  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
   auto parsed = legacy ? ParseOllamaEmbeddings(req.body, Limits(*config))
                        : ParseOllamaEmbed(req.body, Limits(*config));
   if (!parsed.has_value()) return fail(parsed.error());
@@ -233,7 +233,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
 
 int OllamaRoutes::Show(const Request& req, Responder& out) {
   auto parsed = ParseOllamaShow(req.body);
-  auto fail = [&](const Status& s) { return SendError(out, OpenAiError(s), ErrorShape::kOllama); };
+  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
   if (!parsed.has_value()) return fail(parsed.error());
   const std::optional<std::string> model = Resolve(parsed->model);
   if (!model) return fail(UnknownModel(parsed->model, ctx_));

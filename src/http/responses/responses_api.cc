@@ -1,6 +1,6 @@
 // The Responses API's replies: whole responses and the event stream (the request side is
 // responses_request.cc).
-#include "http/responses_api.h"
+#include "http/responses/responses_api.h"
 
 #include <memory>
 #include <nlohmann/json.hpp>

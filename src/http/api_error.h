@@ -1,7 +1,8 @@
-// The OpenAI-compatible API's one mapping from a Status (code and reason) to an HTTP status
-// and OpenAI's error `type`, `code` and `param`. No message text is ever inspected.
-#ifndef LLMD_HTTP_OPENAI_ERRORS_H_
-#define LLMD_HTTP_OPENAI_ERRORS_H_
+// ApiError: the one mapping from a Status (code and reason) to an HTTP status and an error's
+// `type`, `code` and `param`, in OpenAI's vocabulary; each API's front end renders it in its
+// own body shape (json_reply.h). No message text is ever inspected.
+#ifndef LLMD_HTTP_API_ERROR_H_
+#define LLMD_HTTP_API_ERROR_H_
 
 #include <string>
 #include <utility>
@@ -22,8 +23,8 @@ struct ApiError {
   const char* param = nullptr;  // the request field at fault, where the reason says; else null
 };
 
-ApiError OpenAiError(const Status& status);
+ApiError ApiErrorOf(const Status& status);
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OPENAI_ERRORS_H_
+#endif  // LLMD_HTTP_API_ERROR_H_

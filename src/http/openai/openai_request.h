@@ -5,8 +5,8 @@
 // InvalidArgument naming the field; parameters llmd cannot honour (best_of, echo, audio,
 // ...) are InvalidArgument too, rather than silently ignored. Unknown fields are ignored, as
 // OpenAI clients send extras; a null value counts as absent.
-#ifndef LLMD_HTTP_OPENAI_REQUEST_H_
-#define LLMD_HTTP_OPENAI_REQUEST_H_
+#ifndef LLMD_HTTP_OPENAI_OPENAI_REQUEST_H_
+#define LLMD_HTTP_OPENAI_OPENAI_REQUEST_H_
 
 #include <string_view>
 
@@ -20,4 +20,4 @@ Result<GenerationRequest> ParseCompletionRequest(std::string_view body);
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OPENAI_REQUEST_H_
+#endif  // LLMD_HTTP_OPENAI_OPENAI_REQUEST_H_

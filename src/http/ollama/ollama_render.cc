@@ -1,5 +1,5 @@
 // Ollama's replies: model lists and details, NDJSON chat and generate lines, embeddings.
-#include "http/ollama_api.h"
+#include "http/ollama/ollama_api.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/utf8.h"
-#include "http/embeddings_api.h"
+#include "http/openai/embeddings_api.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
 

@@ -3,7 +3,7 @@
 // Ollama, or one object with stream:false), /api/embed and /api/embeddings, /api/tags,
 // /api/ps, /api/show and /api/version. Model management (pull, push, create, copy, delete,
 // blobs) is 501: llmd serves the models its config names. Errors are Ollama's
-// {"error":"..."} with the status OpenAiError gives; one that comes after a stream has
+// {"error":"..."} with the status ApiErrorOf gives; one that comes after a stream has
 // begun is a last {"error":"..."} line.
 //
 // Generation goes through the same job builder, reply parser and request runner as the
@@ -13,8 +13,8 @@
 //
 // Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
 // outlive this.
-#ifndef LLMD_HTTP_OLLAMA_ROUTES_H_
-#define LLMD_HTTP_OLLAMA_ROUTES_H_
+#ifndef LLMD_HTTP_OLLAMA_OLLAMA_ROUTES_H_
+#define LLMD_HTTP_OLLAMA_OLLAMA_ROUTES_H_
 
 #include <cstdint>
 #include <map>
@@ -24,8 +24,8 @@
 #include <string>
 
 #include "http/http_server.h"
-#include "http/ollama_api.h"
-#include "http/openai_routes.h"
+#include "http/ollama/ollama_api.h"
+#include "http/openai/openai_routes.h"
 #include "sched/server_state.h"
 
 namespace llmd::http {
@@ -63,4 +63,4 @@ class OllamaRoutes {
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OLLAMA_ROUTES_H_
+#endif  // LLMD_HTTP_OLLAMA_OLLAMA_ROUTES_H_

@@ -1,4 +1,4 @@
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(StatusCodeName(c.code)) + "/" + std::string(ErrorReasonName(c.reason)));
-    const ApiError e = OpenAiError(Status(c.code, "the message", c.reason));
+    const ApiError e = ApiErrorOf(Status(c.code, "the message", c.reason));
     EXPECT_EQ(e.status, c.status);
     EXPECT_EQ(e.type, c.type);
     EXPECT_EQ(e.code, c.code_name);
@@ -46,7 +46,7 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
 }
 
 TEST(OpenAiErrors, TheMessageTextNeverDecides) {
-  EXPECT_EQ(std::string(OpenAiError(InvalidArgumentError("prompt too long (9 tokens >= context of 8)")).code),
+  EXPECT_EQ(std::string(ApiErrorOf(InvalidArgumentError("prompt too long (9 tokens >= context of 8)")).code),
             "invalid_request");
 }
 

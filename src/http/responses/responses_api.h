@@ -17,8 +17,8 @@
 // so the stream's events and the final object agree without shared state.
 //
 // Thread-safety: the functions are pure; a ResponsesStream is used by one thread.
-#ifndef LLMD_HTTP_RESPONSES_API_H_
-#define LLMD_HTTP_RESPONSES_API_H_
+#ifndef LLMD_HTTP_RESPONSES_RESPONSES_API_H_
+#define LLMD_HTTP_RESPONSES_RESPONSES_API_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "engine/types.h"
-#include "http/openai_request.h"
+#include "http/openai/openai_request.h"
 #include "http/reply_deltas.h"
 #include "http/reply_stream.h"  // SseEvent (its data here has "sequence_number" too)
 #include "llmd/result.h"
@@ -117,4 +117,4 @@ class ResponsesStream {
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_RESPONSES_API_H_
+#endif  // LLMD_HTTP_RESPONSES_RESPONSES_API_H_

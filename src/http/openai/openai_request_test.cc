@@ -1,4 +1,4 @@
-#include "http/openai_request.h"
+#include "http/openai/openai_request.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "http/generation.h"
 #include "http/json_reply.h"
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 
 namespace llmd::http {
 namespace {
@@ -260,7 +260,7 @@ TEST(OpenAiRequest, ANamedToolChoiceMustBeOneOfTheTools) {
   ASSERT_FALSE(r.has_value()) << "a call of a tool the request does not define";
   EXPECT_EQ(r.error().message(), "'tool_choice.function.name' 'get_time' is not in 'tools'");
   // A 400 in OpenAI's shape, its param the field at fault.
-  const ApiError e = OpenAiError(r.error());
+  const ApiError e = ApiErrorOf(r.error());
   EXPECT_EQ(e.status, 400);
   const auto body = nlohmann::json::parse(ErrorBody(e, ErrorShape::kOpenAi));
   EXPECT_EQ(body["error"]["type"], "invalid_request_error") << body;

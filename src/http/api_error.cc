@@ -1,4 +1,4 @@
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 
 namespace llmd::http {
 namespace {
@@ -31,7 +31,7 @@ constexpr Row kTable[] = {
 
 }  // namespace
 
-ApiError OpenAiError(const Status& s) {
+ApiError ApiErrorOf(const Status& s) {
   for (const Row& row : kTable) {
     if (row.code == s.code() && (row.reason == ErrorReason::kNone || row.reason == s.reason())) {
       Headers headers;

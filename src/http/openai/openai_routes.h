@@ -9,8 +9,8 @@
 //
 // Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
 // outlive this.
-#ifndef LLMD_HTTP_OPENAI_ROUTES_H_
-#define LLMD_HTTP_OPENAI_ROUTES_H_
+#ifndef LLMD_HTTP_OPENAI_OPENAI_ROUTES_H_
+#define LLMD_HTTP_OPENAI_OPENAI_ROUTES_H_
 
 #include <cstdint>
 #include <memory>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "http/http_server.h"
-#include "http/openai_request.h"
+#include "http/openai/openai_request.h"
 #include "sched/server_state.h"
 
 namespace llmd::http {
@@ -59,4 +59,4 @@ bool ConstantTimeEquals(const std::string& given, const std::string& expected);
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OPENAI_ROUTES_H_
+#endif  // LLMD_HTTP_OPENAI_OPENAI_ROUTES_H_

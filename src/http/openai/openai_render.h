@@ -1,8 +1,8 @@
 // The JSON pieces of OpenAI chat and completion responses that depend on what was generated:
 // the assistant message (content, reasoning, tool calls), stream deltas, log-probabilities in
 // the chat and the legacy completions shapes, and the usage.
-#ifndef LLMD_HTTP_OPENAI_RENDER_H_
-#define LLMD_HTTP_OPENAI_RENDER_H_
+#ifndef LLMD_HTTP_OPENAI_OPENAI_RENDER_H_
+#define LLMD_HTTP_OPENAI_OPENAI_RENDER_H_
 
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -30,4 +30,4 @@ nlohmann::json CompletionLogprobs(const std::vector<engine::TokenLogprob>& token
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_OPENAI_RENDER_H_
+#endif  // LLMD_HTTP_OPENAI_OPENAI_RENDER_H_

@@ -1,4 +1,4 @@
-#include "http/ollama_api.h"
+#include "http/ollama/ollama_api.h"
 
 #include <algorithm>
 #include <climits>
@@ -11,7 +11,7 @@
 #include "common/utf8.h"
 #include "http/chat_json.h"
 #include "http/chat_surface.h"
-#include "http/embeddings_api.h"
+#include "http/openai/embeddings_api.h"
 #include "http/generation.h"
 #include "http/json_fields.h"
 #include "http/json_reply.h"

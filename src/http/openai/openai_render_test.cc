@@ -1,4 +1,4 @@
-#include "http/openai_render.h"
+#include "http/openai/openai_render.h"
 
 #include <gtest/gtest.h>
 

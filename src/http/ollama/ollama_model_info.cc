@@ -1,6 +1,6 @@
 // Ollama's model facts (/api/show, /api/tags) as JSON. format::ReadGgufMetadata reads them
 // from the model file; this only renders what it found.
-#include "http/ollama_api.h"
+#include "http/ollama/ollama_api.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "http/openai_routes.h"
+#include "http/openai/openai_routes.h"
 
 #include <poll.h>
 
@@ -15,17 +15,17 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/utf8.h"
-#include "http/anthropic_routes.h"
-#include "http/embeddings_api.h"
+#include "http/anthropic/anthropic_routes.h"
+#include "http/openai/embeddings_api.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
 #include "http/metrics_page.h"
-#include "http/ollama_routes.h"
-#include "http/openai_errors.h"
-#include "http/openai_render.h"
-#include "http/openai_request.h"
+#include "http/ollama/ollama_routes.h"
+#include "http/api_error.h"
+#include "http/openai/openai_render.h"
+#include "http/openai/openai_request.h"
 #include "http/reply_deltas.h"
-#include "http/responses_api.h"
+#include "http/responses/responses_api.h"
 #include "http/sse_writer.h"
 #include "sched/request_runner.h"
 
@@ -138,10 +138,10 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
     if (!models && !method_is("POST")) return wrong_method("POST");
   }
   if (!ctx_.ready()) {
-    return fail(OpenAiError(UnavailableError("the model is still loading; retry shortly")
+    return fail(ApiErrorOf(UnavailableError("the model is still loading; retry shortly")
                                 .WithReason(ErrorReason::kModelLoading)));
   }
-  if (ctx_.stopping()) return fail(OpenAiError(sched::ShuttingDownError()));
+  if (ctx_.stopping()) return fail(ApiErrorOf(sched::ShuttingDownError()));
   const uint32_t bucket = req.peer.tcp ? kTcpRateBucket : req.peer.uid;
   if (int64_t wait_ms = ctx_.rate_limiter().Acquire(bucket); wait_ms > 0) {
     return fail({429, "rate_limit_error", "rate_limit_exceeded",
@@ -169,7 +169,7 @@ int OpenAiRoutes::Route(const Request& req, Responder& out) {
 // -> {tokens} and /detokenize {tokens} -> {content}, with the model's own vocabulary.
 int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
   auto bad = [&](const std::string& message) {
-    return SendError(out, OpenAiError(InvalidArgumentError(message)));
+    return SendError(out, ApiErrorOf(InvalidArgumentError(message)));
   };
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) return bad("the request body must be a JSON object");
@@ -180,7 +180,7 @@ int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
   }
   sched::EngineWorker* worker = ctx_.WorkerFor(model);
   if (worker == nullptr) {
-    return SendError(out, OpenAiError(NotFoundError("unknown model '" + model.value_or("") + "'; loaded: " +
+    return SendError(out, ApiErrorOf(NotFoundError("unknown model '" + model.value_or("") + "'; loaded: " +
                                                     ctx_.ModelNames())
                                           .WithReason(ErrorReason::kUnknownModel)));
   }
@@ -201,7 +201,7 @@ int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
     const std::string content = body["content"].get<std::string>();
     if (!IsValidUtf8(content)) return bad("'content' is not valid UTF-8");
     auto tokens = worker->Tokenize(content, add_special, parse_special);
-    if (!tokens.has_value()) return SendError(out, OpenAiError(tokens.error()));
+    if (!tokens.has_value()) return SendError(out, ApiErrorOf(tokens.error()));
     json list = json::array();
     for (engine::TokenId t : *tokens) {
       if (!with_pieces) {
@@ -223,7 +223,7 @@ int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
     tokens.push_back(static_cast<engine::TokenId>(t.get<int64_t>()));
   }
   auto text = worker->Detokenize(tokens, /*render_special=*/true);
-  if (!text.has_value()) return SendError(out, OpenAiError(text.error()));
+  if (!text.has_value()) return SendError(out, ApiErrorOf(text.error()));
   out.Send(200, kJson, Dump({{"content", *text}}));
   return 200;
 }
@@ -231,7 +231,7 @@ int OpenAiRoutes::Tokenizer(const Request& req, Responder& out, bool tokenize) {
 // /v1/responses: stateless; the whole input comes with every request.
 int OpenAiRoutes::Responses(const Request& req, Responder& out) {
   auto parsed = ParseResponsesRequest(req.body);
-  if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
+  if (!parsed.has_value()) return SendError(out, ApiErrorOf(parsed.error()));
   ResponsesRequest& r = *parsed;
   const auto config = ctx_.config();
   sched::RunRequest run;
@@ -241,7 +241,7 @@ int OpenAiRoutes::Responses(const Request& req, Responder& out) {
   run.guarded_prompt = GuardedPrompt(r);
   const bool stream = r.stream;
   run.job = MakeGenerationJob(r, *config);
-  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
+  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return SendError(out, ApiErrorOf(s));
   run.peer_fd = out.fd();
   run.half_close_is_gone = true;
   run.timeout_ms = config->request_timeout_ms;
@@ -272,7 +272,7 @@ int OpenAiRoutes::Responses(const Request& req, Responder& out) {
   sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
   if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
   if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
-    ApiError e = OpenAiError(outcome.error);
+    ApiError e = ApiErrorOf(outcome.error);
     if (!streaming) return SendError(out, e);
     send(events.Fail(e.code, e.message));
     sse.End();
@@ -290,7 +290,7 @@ int OpenAiRoutes::Responses(const Request& req, Responder& out) {
 
 int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   auto parsed = ParseEmbeddingsRequest(req.body);
-  if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
+  if (!parsed.has_value()) return SendError(out, ApiErrorOf(parsed.error()));
   const auto config = ctx_.config();
   sched::RunRequest run;
   run.api = "openai";
@@ -301,10 +301,10 @@ int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   run.timeout_ms = config->request_timeout_ms;
   sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
   if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
-  if (outcome.kind == sched::RunOutcome::Kind::kError) return SendError(out, OpenAiError(outcome.error));
+  if (outcome.kind == sched::RunOutcome::Kind::kError) return SendError(out, ApiErrorOf(outcome.error));
   const auto& vectors = outcome.completion.embeddings;
   if (parsed->dimensions && !vectors.empty() && *parsed->dimensions != static_cast<int64_t>(vectors[0].size())) {
-    return SendError(out, OpenAiError(InvalidArgumentError(
+    return SendError(out, ApiErrorOf(InvalidArgumentError(
                               "'dimensions' must be the model's own, " + std::to_string(vectors[0].size()) +
                               " (llmd does not shorten embeddings)")));
   }
@@ -327,7 +327,7 @@ struct OpenAiRoutes::ChoiceState {
 
 int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   auto parsed = chat ? ParseChatRequest(req.body) : ParseCompletionRequest(req.body);
-  if (!parsed.has_value()) return SendError(out, OpenAiError(parsed.error()));
+  if (!parsed.has_value()) return SendError(out, ApiErrorOf(parsed.error()));
   GenerationRequest& r = *parsed;
   const auto config = ctx_.config();
   const config::DaemonConfig& c = *config;
@@ -343,7 +343,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   const uint32_t n = r.n;
   const bool stream = r.stream;
   base.job = MakeGenerationJob(r, c);
-  if (Status s = base.job.options.sampling.Validate(); !s.ok()) return SendError(out, OpenAiError(s));
+  if (Status s = base.job.options.sampling.Validate(); !s.ok()) return SendError(out, ApiErrorOf(s));
   base.peer_fd = out.fd();
   base.half_close_is_gone = true;
   base.timeout_ms = c.request_timeout_ms;
@@ -427,7 +427,7 @@ int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
     const sched::RunOutcome& o = ch->outcome;
     if (o.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
     if (o.kind == sched::RunOutcome::Kind::kError && !o.refused()) {
-      ApiError e = OpenAiError(o.error);
+      ApiError e = ApiErrorOf(o.error);
       if (!streaming) return SendError(out, e);
       sse.Event(Dump({{"error", {{"message", e.message}, {"type", e.type}, {"code", e.code}}}}));
       sse.Done();

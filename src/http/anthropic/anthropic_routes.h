@@ -1,6 +1,6 @@
 // AnthropicRoutes: Anthropic's Messages API on top of the engine workers: POST /v1/messages
 // (whole or as Anthropic's named SSE events) and POST /v1/messages/count_tokens. Errors are
-// Anthropic's {"type":"error","error":{"type","message"}} with the status OpenAiError maps
+// Anthropic's {"type":"error","error":{"type","message"}} with the status ApiErrorOf maps
 // the failure to.
 //
 // OpenAiRoutes dispatches every path under /v1/messages here after its Host, Origin, API key
@@ -8,10 +8,10 @@
 //
 // Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
 // outlive this.
-#ifndef LLMD_HTTP_ANTHROPIC_ROUTES_H_
-#define LLMD_HTTP_ANTHROPIC_ROUTES_H_
+#ifndef LLMD_HTTP_ANTHROPIC_ANTHROPIC_ROUTES_H_
+#define LLMD_HTTP_ANTHROPIC_ANTHROPIC_ROUTES_H_
 
-#include "http/anthropic_api.h"
+#include "http/anthropic/anthropic_api.h"
 #include "http/http_server.h"
 #include "sched/server_state.h"
 
@@ -36,4 +36,4 @@ class AnthropicRoutes {
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_ANTHROPIC_ROUTES_H_
+#endif  // LLMD_HTTP_ANTHROPIC_ANTHROPIC_ROUTES_H_

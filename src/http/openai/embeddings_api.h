@@ -2,8 +2,8 @@
 // base64 (little-endian float32, what the openai client asks for by default) encodings. The
 // vectors come from a model loaded for embeddings (embedding_models), pooled as its file
 // says and L2-normalized.
-#ifndef LLMD_HTTP_EMBEDDINGS_API_H_
-#define LLMD_HTTP_EMBEDDINGS_API_H_
+#ifndef LLMD_HTTP_OPENAI_EMBEDDINGS_API_H_
+#define LLMD_HTTP_OPENAI_EMBEDDINGS_API_H_
 
 #include <cstdint>
 #include <optional>
@@ -36,4 +36,4 @@ std::string Base64Floats(const std::vector<float>& vector);
 
 }  // namespace llmd::http
 
-#endif  // LLMD_HTTP_EMBEDDINGS_API_H_
+#endif  // LLMD_HTTP_OPENAI_EMBEDDINGS_API_H_

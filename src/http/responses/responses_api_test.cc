@@ -1,8 +1,8 @@
-#include "http/responses_api.h"
+#include "http/responses/responses_api.h"
 
 #include <gtest/gtest.h>
 
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 #include "http/sse_writer.h"
 
 #include <nlohmann/json.hpp>
@@ -179,7 +179,7 @@ TEST(ResponsesRequest, AToolChoiceNoToolSatisfiesIsRefusedWithItsParam) {
     auto r = ParseResponsesRequest(body);
     ASSERT_FALSE(r.has_value()) << body;
     EXPECT_EQ(r.error().reason(), ErrorReason::kToolNotOffered) << body;
-    EXPECT_STREQ(OpenAiError(r.error()).param, "tool_choice") << body;
+    EXPECT_STREQ(ApiErrorOf(r.error()).param, "tool_choice") << body;
   }
 }
 

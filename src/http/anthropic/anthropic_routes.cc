@@ -1,4 +1,4 @@
-#include "http/anthropic_routes.h"
+#include "http/anthropic/anthropic_routes.h"
 
 #include <memory>
 #include <optional>
@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "http/generation.h"
 #include "http/json_reply.h"
-#include "http/openai_errors.h"
+#include "http/api_error.h"
 #include "http/reply_deltas.h"
 #include "http/sse_writer.h"
 #include "sched/request_runner.h"
@@ -42,7 +42,7 @@ int AnthropicRoutes::Handle(const Request& req, Responder& out) {
                       req.method + " is not allowed on " + req.path + "; use POST", {{"Allow", "POST"}}});
   }
   auto parsed = ParseAnthropicRequest(req.body, count ? AnthropicBody::kCountTokens : AnthropicBody::kMessages);
-  if (!parsed.has_value()) return Fail(out, OpenAiError(parsed.error()));
+  if (!parsed.has_value()) return Fail(out, ApiErrorOf(parsed.error()));
   return count ? CountTokens(out, *parsed) : Messages(req, out, *parsed);
 }
 
@@ -59,7 +59,7 @@ int AnthropicRoutes::Messages(const Request& req, Responder& out, AnthropicReque
   run.guard = !c.guard_model.empty();
   run.guarded_prompt = GuardedPrompt(r);
   run.job = MakeGenerationJob(r, c);
-  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return Fail(out, OpenAiError(s));
+  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return Fail(out, ApiErrorOf(s));
   const int32_t max_tokens = run.job.options.max_tokens;
 
   ReplyDeltas deltas([] { return NewId("toolu_"); });
@@ -96,7 +96,7 @@ int AnthropicRoutes::Messages(const Request& req, Responder& out, AnthropicReque
   sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
   if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
   if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
-    const ApiError e = OpenAiError(outcome.error);
+    const ApiError e = ApiErrorOf(outcome.error);
     if (!streaming) return Fail(out, e);
     write(events.Fail(e));
     sse.End();
@@ -130,7 +130,7 @@ int AnthropicRoutes::CountTokens(Responder& out, AnthropicRequest& r) {
   run.job.count_only = true;
   sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
   if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
-  if (outcome.kind == sched::RunOutcome::Kind::kError) return Fail(out, OpenAiError(outcome.error));
+  if (outcome.kind == sched::RunOutcome::Kind::kError) return Fail(out, ApiErrorOf(outcome.error));
   return out.Send(200, kJsonType, RenderTokenCount(outcome.completion.stats.prompt_tokens)) ? 200 : 0;
 }
 

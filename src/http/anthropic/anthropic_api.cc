@@ -1,4 +1,4 @@
-#include "http/anthropic_api.h"
+#include "http/anthropic/anthropic_api.h"
 
 #include <algorithm>
 #include <cmath>

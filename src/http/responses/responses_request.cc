@@ -12,7 +12,7 @@
 #include "http/chat_json.h"
 #include "http/chat_surface.h"
 #include "http/json_fields.h"
-#include "http/responses_api.h"
+#include "http/responses/responses_api.h"
 
 namespace llmd::http {
 namespace {
