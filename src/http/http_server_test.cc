@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "http/openai/openai_routes.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::http {
 namespace {
@@ -60,7 +61,7 @@ class HttpServerTest : public ::testing::Test {
   }
   // Sends `bytes` and reads until the server closes or `limit` passes (a liveness bound: every
   // exchange here ends with the server closing).
-  std::string Exchange(const std::string& bytes, int limit_ms = 30000) {
+  std::string Exchange(const std::string& bytes, int limit_ms = llmd::testing::kLivenessMillis) {
     int fd = Connect();
     // MSG_NOSIGNAL: a server that refuses (503 over the cap) may close before we write.
     (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -138,7 +139,7 @@ TEST_F(HttpServerTest, DropsASlowlorisAtTheRequestDeadline) {
   Start(std::move(o));
   int fd = Connect();
   (void)!::send(fd, "GET / HTTP/1.1\r\nHo", 18, MSG_NOSIGNAL);
-  std::string got = ReadUntilClose(fd, 30000);  // liveness only: the 408 proves the deadline
+  std::string got = ReadUntilClose(fd, llmd::testing::kLivenessMillis);  // liveness only: the 408 proves the deadline
   ::close(fd);
   EXPECT_NE(got.find("HTTP/1.1 408"), std::string::npos) << got;
 }
@@ -165,7 +166,7 @@ TEST_F(HttpServerTest, RefusesConnectionsOverTheCapWith503) {
   bool slot_taken;
   {
     std::unique_lock<std::mutex> lock(mu);
-    slot_taken = cv.wait_for(lock, std::chrono::seconds(60), [&] { return serving; });  // liveness only
+    slot_taken = cv.wait_for(lock, llmd::testing::kLiveness, [&] { return serving; });  // liveness only
   }
   // No ASSERT before the release below: a handler left waiting would hang the server's Stop.
   EXPECT_TRUE(slot_taken) << "the first connection's request never reached the handler";

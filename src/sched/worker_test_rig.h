@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 
 #include "engine/fake_engine.h"
 #include "sched/engine_worker.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::sched::test_rig {
 
@@ -28,7 +30,9 @@ using engine::FinishReason;
 using engine::TokenId;
 using Batches = std::vector<std::vector<DecodeItem>>;
 
-constexpr int kLivenessMs = 10000;  // how long a test waits for anything before it fails
+// How long a test waits for anything before it calls it lost: the project's liveness bound
+// (tests/support/wait_for.h), never a claim on how fast the worker is.
+constexpr int kLivenessMs = llmd::testing::kLivenessMillis;
 
 // --- Jobs.
 
@@ -64,17 +68,22 @@ inline size_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<Toke
   return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
 }
 
-// Waits for a job's final event: its Completion, or its error.
+// Waits for a job's final event: its Completion, or its error. Between looks it waits on the
+// channel, so it wakes as soon as an event comes.
 inline Result<Completion> Await(JobChannel& channel) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLivenessMs);
-  while (true) {
-    while (auto event = channel.TryPop()) {
-      if (event->type == JobEvent::Type::kDone) return std::move(event->completion);
-      if (event->type == JobEvent::Type::kError) return event->error;
-    }
-    if (std::chrono::steady_clock::now() > deadline) return DeadlineExceededError("no final event in 10 s");
-    channel.Wait(100);
-  }
+  std::optional<Result<Completion>> final;
+  const bool ended = llmd::testing::WaitFor(
+      [&] {
+        while (auto event = channel.TryPop()) {
+          if (event->type == JobEvent::Type::kDone) final.emplace(std::move(event->completion));
+          if (event->type == JobEvent::Type::kError) final.emplace(event->error);
+          if (final.has_value()) return true;
+        }
+        return false;
+      },
+      llmd::testing::kLiveness, [&](int ms) { channel.Wait(ms); });
+  if (!ended) return DeadlineExceededError("no final event within the liveness bound");
+  return std::move(*final);
 }
 
 inline WorkerOptions TestOptions(int32_t batch_tokens = 512) {

@@ -3,36 +3,73 @@
 // Peers with another UID are real processes that drop to nobody (65534).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "llmd/client.h"
 #include "tests/support/daemon_harness.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 namespace {
 
 using proto::ErrorCode;
 using proto::Response;
+using Clock = std::chrono::steady_clock;
+
+// Milliseconds since `start`.
+long long MsSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// The lines of `log` that hold `event`, and the sum of their `key`=N fields (if `key` is given).
+struct EventLines {
+  size_t lines = 0;
+  size_t sum = 0;
+};
+EventLines CountEvent(const std::string& log, const std::string& event, const std::string& key) {
+  EventLines out;
+  for (size_t at = log.find(event); at != std::string::npos; at = log.find(event, at + 1)) {
+    ++out.lines;
+    if (key.empty()) continue;
+    const size_t end = log.find('\n', at);
+    const size_t field = log.find(" " + key + "=", at);
+    if (field != std::string::npos && field < end) out.sum += std::stoul(log.substr(field + key.size() + 2));
+  }
+  return out;
+}
 
 TEST(DaemonAccess, Item13_UnauthorizedUidIsDroppedBeforeAnyByteIsRead) {
   DaemonProcess d;
   ASSERT_TRUE(d.ready()) << d.log();
   // The socket is 0600 root: make it connectable so the peer check itself is what refuses.
   ::chmod(d.socket().c_str(), 0666);
+  constexpr size_t kTries = 5;
+  const auto start = Clock::now();
   int rc = RunAsNobody([&] {
-    int refused = 0;
-    for (int i = 0; i < 5; ++i) {
+    size_t refused = 0;
+    for (size_t i = 0; i < kTries; ++i) {
       RawConn c(d.socket());
       if (!c.connected()) return 10;
       c.Send(HealthRequest());
-      refused += c.ClosedByPeer(3000) ? 1 : 0;
+      refused += c.ClosedByPeer() ? 1 : 0;  // an answer would end the wait at once
     }
-    return refused == 5 ? 0 : 1;
+    return refused == kTries ? 0 : 1;
   });
   EXPECT_EQ(rc, 0) << "every connection closed with no answer";
-  EXPECT_TRUE(d.WaitForLog("peer_rejected uid=65534", std::chrono::seconds(2)));
-  EXPECT_EQ(d.CountLog("peer_rejected"), 1u) << "rejections are logged at most once a second";
+  // The daemon logs a rejection (or counts it as suppressed) before it closes the connection,
+  // so every rejection is accounted for by now; the wait is a liveness bound only.
+  EXPECT_TRUE(d.WaitForLog("peer_rejected uid=65534"));
+  const EventLines rejected = CountEvent(d.log(), "llmd warn peer_rejected ", "suppressed");
+  // At most one line a second, however long the five took: every rejection happened between
+  // `start` and now. Each later line counts the ones suppressed since the line before it.
+  const long long window_ms = MsSince(start);
+  EXPECT_GE(rejected.lines, 1u);
+  EXPECT_LE(rejected.lines, 1 + static_cast<size_t>(window_ms / 1000))
+      << "rejections are logged at most once a second (" << window_ms << " ms)\n" << d.log();
+  EXPECT_LE(rejected.lines + rejected.sum, kTries) << "a rejection is logged or counted once\n" << d.log();
   LlmClient root(d.socket());
   EXPECT_TRUE(root.HealthCheck().has_value()) << "root is still served";
 }
@@ -80,29 +117,35 @@ TEST(DaemonAccess, Item16_CredentialsAreThoseOfConnectTime) {
     proto::Request r;
     r.type = proto::Request::Type::kShutdown;
     c.Send(r);
-    ::_exit(c.ClosedByPeer(5000) ? 0 : 4);
+    ::_exit(c.ClosedByPeer() ? 0 : 4);
   }
   int status;
   ::waitpid(child, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0) << "the daemon stopped: uid 0 was seen";
+  EXPECT_EQ(d.WaitExit(), 0) << "the daemon stopped: uid 0 was seen";
 }
 
 TEST(DaemonAccess, Item17_NoWindowForOtherUsersDuringStartup) {
   std::string dir = MakeTempDir();
   std::string sock = dir + "/llm.sock";
-  std::atomic<bool> done{false};
+  // The watcher (a nobody process) tries to connect until the test says stop, so it watches
+  // both rounds whole, however long they take. A closed pipe stops it too.
+  int stop[2];
+  ASSERT_EQ(::pipe2(stop, O_CLOEXEC), 0);
   std::atomic<int> connected{-1};
   std::thread watcher([&] {
     connected = RunAsNobody([&] {
-      for (int i = 0; i < 8000; ++i) {
+      ::close(stop[1]);
+      while (true) {
         if (RawConn(sock).connected()) return 1;
-        ::usleep(500);
+        pollfd p{stop[0], POLLIN, 0};
+        if (::poll(&p, 1, 0) != 0) return 0;
+        ::usleep(500);  // pacing only
       }
-      return 0;
     });
   });
-  // The watcher loops while the daemon starts, runs and restarts.
+  // The watcher loops while the daemon starts, runs and restarts. No ASSERT until it is
+  // joined: an early return would destroy it unjoined.
   for (int round = 0; round < 2; ++round) {
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -113,21 +156,22 @@ TEST(DaemonAccess, Item17_NoWindowForOtherUsersDuringStartup) {
               "--socket-mode", "0660", nullptr);
       ::_exit(127);
     }
-    bool up = false;
-    for (int i = 0; i < 1500 && !up; ++i) {  // up to 30 s on a loaded machine
-      up = LlmClient(sock).HealthCheck().has_value();
-      if (!up) ::usleep(20000);
-    }
+    const bool up = WaitFor([&] { return LlmClient(sock).HealthCheck().has_value(); });  // liveness only
     struct stat st;
     const bool stat_ok = ::stat(sock.c_str(), &st) == 0;
     ::kill(pid, SIGTERM);  // before any assertion can return early
     ::waitpid(pid, nullptr, 0);
     EXPECT_TRUE(up);
-    ASSERT_TRUE(stat_ok);
-    EXPECT_EQ(st.st_mode & 0777, 0660u);
-    EXPECT_EQ(st.st_gid, ::getgid()) << "the intended group";
+    EXPECT_TRUE(stat_ok);
+    if (stat_ok) {
+      EXPECT_EQ(st.st_mode & 0777, 0660u);
+      EXPECT_EQ(st.st_gid, ::getgid()) << "the intended group";
+    }
   }
+  (void)!::write(stop[1], "x", 1);
   watcher.join();
+  ::close(stop[0]);
+  ::close(stop[1]);
   EXPECT_EQ(connected.load(), 0) << "nobody never connected";
   std::string cmd = "rm -rf " + dir;
   (void)!::system(cmd.c_str());
@@ -166,10 +210,15 @@ TEST(DaemonAccess, Item20_NoAbstractSocket) {
 }
 
 TEST(DaemonAccess, Items21_22_RateLimitIsPerUidAndSurvivesReconnects) {
-  DaemonProcess d({"--allow-uid", "0,65534", "--rate-limit", "50"});
+  constexpr int kRate = 50;  // a second, and the bucket holds as many
+  DaemonProcess d({"--allow-uid", "0,65534", "--rate-limit", std::to_string(kRate)});
   ASSERT_TRUE(d.ready());
   ::chmod(d.socket().c_str(), 0666);
+  // What a bucket can have given over `ms` milliseconds from full, however fast the requests
+  // came: the burst, then the refill (and one for rounding).
+  auto allowed = [&](long long ms) { return kRate + static_cast<int>(ms * kRate / 1000) + 1; };
   // 1000 requests on one connection, as fast as possible.
+  const auto start = Clock::now();
   RawConn c(d.socket());
   int limited = 0, served = 0;
   std::string message;
@@ -185,19 +234,26 @@ TEST(DaemonAccess, Items21_22_RateLimitIsPerUidAndSurvivesReconnects) {
       ++served;
     }
   }
-  EXPECT_GT(limited, 800);
-  EXPECT_GE(served, 50);
-  EXPECT_NE(message.find("rate limited, retry after"), std::string::npos) << message;
-  // Reconnect churn from the same UID does not reset the bucket.
-  int churn_limited = 0;
+  const long long burst_ms = MsSince(start);
+  EXPECT_GE(served, kRate) << "the burst is served";
+  EXPECT_LE(served, allowed(burst_ms)) << "no more than the bucket gave in " << burst_ms << " ms";
+  if (limited > 0) {
+    EXPECT_NE(message.find("rate limited, retry after"), std::string::npos) << message;
+  }
+  // Reconnect churn from the same UID does not reset the bucket: over both phases, the UID
+  // is served no more than one bucket gives (200 fresh buckets would serve all 200).
+  int churn_served = 0;
   for (int i = 0; i < 200; ++i) {
     RawConn fresh(d.socket());
     fresh.Send(HealthRequest());
     auto r = fresh.Receive();
     ASSERT_TRUE(r.has_value());
-    churn_limited += r->type == Response::Type::kError;
+    churn_served += r->type != Response::Type::kError;
   }
-  EXPECT_GT(churn_limited, 100);
+  const long long total_ms = MsSince(start);
+  EXPECT_LE(served + churn_served, allowed(total_ms))
+      << "one bucket per UID across connections: " << churn_served << " of 200 served after reconnecting, "
+      << total_ms << " ms in all";
   // Another UID keeps full service meanwhile.
   int rc = RunAsNobody([&] {
     LlmClient nobody(d.socket());
@@ -216,6 +272,7 @@ TEST(DaemonAccess, Item48g_AFloodOfBadRequestsDoesNotFloodTheLog) {
   ASSERT_TRUE(d.ready());
   const std::string oversized("\x00\x10\x00\x01", 4);  // a 1 MiB frame: refused before reading it
   const int kFlood = 5000;
+  const auto start = Clock::now();
   int answered = 0;
   for (int i = 0; i < kFlood; ++i) {
     RawConn c(d.socket());
@@ -225,18 +282,17 @@ TEST(DaemonAccess, Item48g_AFloodOfBadRequestsDoesNotFloodTheLog) {
     answered += r.has_value() && r->type == Response::Type::kError;
   }
   EXPECT_EQ(answered, kFlood) << "each bad client still gets its error";
-  ASSERT_TRUE(d.WaitForLog("client_lines_suppressed", std::chrono::seconds(5))) << "the drop is reported";
-  // What happened, not how fast: most lines were dropped, every drop that a later line
-  // reported is counted there, and nothing is counted twice.
-  const size_t lines = d.CountLog("connection_closed");
+  ASSERT_TRUE(d.WaitForLog("client_lines_suppressed")) << "the drop is reported";
+  // What happened, not how fast: the lines kept to their budget (one per 50 ms) over the time
+  // the flood took, every drop that a later line reported is counted there, and nothing is
+  // counted twice. The window ends after the log is read, so it holds every line read.
   const std::string log = d.log();
-  size_t suppressed = 0;
-  for (size_t at = log.find("client_lines_suppressed lines="); at != std::string::npos;
-       at = log.find("client_lines_suppressed lines=", at + 1)) {
-    suppressed += std::stoul(log.substr(at + 30));
-  }
-  std::printf("%d bad frames: %zu connection_closed lines, %zu reported as suppressed\n", kFlood, lines, suppressed);
-  EXPECT_LT(lines, static_cast<size_t>(kFlood) / 2) << "the log was not flooded";
+  const long long window_ms = MsSince(start);
+  const size_t lines = CountEvent(log, "connection_closed", "").lines;
+  const size_t suppressed = CountEvent(log, "client_lines_suppressed", "lines").sum;
+  std::printf("%d bad frames in %lld ms: %zu connection_closed lines, %zu reported as suppressed\n", kFlood,
+              window_ms, lines, suppressed);
+  EXPECT_LE(lines, 1 + static_cast<size_t>(window_ms / 50)) << "the log was not flooded";
   EXPECT_GT(suppressed, 0u);
   EXPECT_LE(lines + suppressed, static_cast<size_t>(kFlood)) << "a dropped line is counted once";
   LlmClient client(d.socket());

@@ -12,6 +12,7 @@
 
 #include "llmd/client.h"
 #include "tests/support/daemon_harness.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 namespace {
@@ -46,7 +47,7 @@ TEST(DaemonCpuPlacement, PinsTheComputeThreadsToTheConfiguredCpus) {
 TEST(DaemonCpuPlacement, RefusesCpusThatAreNotOnline) {
   DaemonProcess d({"--cpu-affinity", "4000"});
   EXPECT_FALSE(d.ready());
-  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 1);
+  EXPECT_EQ(d.WaitExit(), 1);
   EXPECT_NE(d.log().find("not online"), std::string::npos) << d.log();
 }
 
@@ -94,7 +95,9 @@ class RpcServer {
       ::execl(LLMD_RPC_SERVER, LLMD_RPC_SERVER, "-H", "127.0.0.1", "-p", port.c_str(), nullptr);
       ::_exit(127);
     }
-    for (int i = 0; i < 100 && !Answers(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Until it accepts connections (a liveness bound only): a daemon started before then
+    // would find no server and fail its startup.
+    EXPECT_TRUE(WaitFor([&] { return Answers(); })) << "ggml-rpc-server never listened on port " << port_;
   }
   ~RpcServer() {
     ::kill(pid_, SIGKILL);
@@ -238,7 +241,7 @@ TEST(DaemonRpc, AModelThatCannotFitIsRefusedBeforeLoadingAndFitOffloadsWhatFits)
   {
     DaemonProcess d(With(base, {"--gpu-layers", "all"}), Qwen06bQ4Path());
     EXPECT_FALSE(d.ready());
-    EXPECT_EQ(d.WaitExit(std::chrono::seconds(20)), 1);
+    EXPECT_EQ(d.WaitExit(), 1);
     const std::string log = d.log();
     EXPECT_NE(log.find("the model does not fit with 29 of 29 layers offloaded"), std::string::npos) << log;
     EXPECT_NE(log.find("RPC1 would need"), std::string::npos) << log;
@@ -258,7 +261,7 @@ TEST(DaemonRpc, AnUnreachableServerIsAClearStartupError) {
   const std::string gone = "127.0.0.1:1";  // nothing listens on port 1
   DaemonProcess d({"--rpc", gone, "--device", "RPC0"});
   EXPECT_FALSE(d.ready());
-  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 1);
+  EXPECT_EQ(d.WaitExit(), 1);
   EXPECT_NE(d.log().find("cannot be reached"), std::string::npos) << d.log();
 }
 

@@ -1,17 +1,24 @@
 // Start, stop, reload: robustness-tests.md items 15, 18, 19, 42 at startup, and SIGHUP.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "llmd/client.h"
 #include "tests/support/daemon_harness.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 namespace {
@@ -25,7 +32,7 @@ TEST(DaemonLifecycle, SigtermStopsCleanlyAndRemovesTheSocket) {
   ASSERT_TRUE(d.ready()) << d.log();
   EXPECT_NE(d.log().find("ready_ms="), std::string::npos);
   d.Signal(SIGTERM);
-  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0);
+  EXPECT_EQ(d.WaitExit(), 0);
   EXPECT_FALSE(fs::exists(d.socket()));
   EXPECT_NE(d.log().find("llmd info stopped"), std::string::npos);
 }
@@ -43,7 +50,7 @@ TEST(DaemonLifecycle, Item15_ShutdownDuringFourStreamsGivesEachAFinalFrame) {
   // Wait until one of them is generating (the engine serves them in queue order).
   std::vector<pollfd> fds;
   for (auto& st : streams) fds.push_back({st->fd(), POLLIN, 0});
-  ASSERT_GT(::poll(fds.data(), fds.size(), 20000), 0) << "a stream is running";
+  ASSERT_GT(::poll(fds.data(), fds.size(), kLivenessMillis), 0) << "a stream is running";
   LlmClient admin(d.socket());
   EXPECT_FALSE(admin.Shutdown().has_value()) << "root may shut down";
   // Every request gets a final frame: its normal end if it finished before the shutdown
@@ -51,7 +58,7 @@ TEST(DaemonLifecycle, Item15_ShutdownDuringFourStreamsGivesEachAFinalFrame) {
   int shut = 0;
   for (auto& s : streams) {
     std::optional<Response> last;
-    while (auto r = s->Receive(10000)) last = r;
+    while (auto r = s->Receive()) last = r;  // to the end of the stream
     ASSERT_TRUE(last.has_value()) << "every stream gets a final frame";
     if (last->type == Response::Type::kError) {
       EXPECT_EQ(last->code, ErrorCode::kShuttingDown);
@@ -61,14 +68,14 @@ TEST(DaemonLifecycle, Item15_ShutdownDuringFourStreamsGivesEachAFinalFrame) {
     }
   }
   EXPECT_GE(shut, 1) << "at least the queued streams were still in flight";
-  auto r = seed->Receive(10000);
+  auto r = seed->Receive();
   ASSERT_TRUE(r.has_value());
   if (r->type == Response::Type::kError) {
     EXPECT_EQ(r->code, ErrorCode::kGenerationFailed) << "a seed client gets a seed code";
   } else {
     EXPECT_EQ(r->type, Response::Type::kGenerated);
   }
-  EXPECT_EQ(d.WaitExit(std::chrono::seconds(10)), 0);
+  EXPECT_EQ(d.WaitExit(), 0);
   EXPECT_FALSE(fs::exists(d.socket()));
 }
 
@@ -76,7 +83,7 @@ TEST(DaemonLifecycle, Item18_StaleSocketAfterKill9AndSecondInstance) {
   DaemonProcess first;
   ASSERT_TRUE(first.ready());
   first.Signal(SIGKILL);
-  first.WaitExit(std::chrono::seconds(5));
+  first.WaitExit();
   ASSERT_TRUE(fs::exists(first.socket())) << "kill -9 leaves the node behind";
   DaemonProcess restarted;
   // Reuse the same socket path: start a daemon there by hand.
@@ -88,11 +95,8 @@ TEST(DaemonLifecycle, Item18_StaleSocketAfterKill9AndSecondInstance) {
     ::execl(LLMD_BINARY, LLMD_BINARY, "--model", TinyModelPath().c_str(), "--socket", first.socket().c_str(), nullptr);
     ::_exit(127);
   }
-  bool up = false;
-  for (int i = 0; i < 1500 && !up; ++i) {  // up to 30 s: a sanitizer build starts slowly
-    up = LlmClient(first.socket()).HealthCheck().has_value();
-    if (!up) ::usleep(20000);
-  }
+  // A liveness bound only: a sanitizer build on a busy machine starts slowly.
+  const bool up = WaitFor([&] { return LlmClient(first.socket()).HealthCheck().has_value(); });
   EXPECT_TRUE(up) << "started over the stale node";
   // A second instance on the same path refuses and leaves the live socket alone.
   std::string cmd = std::string(LLMD_BINARY) + " --model " + TinyModelPath() + " --socket " + first.socket() +
@@ -149,14 +153,14 @@ TEST(DaemonLifecycle, SighupReloadsAndKeepsTheOldModelOnFailure) {
 
   std::ofstream(config) << "model_path = \"" << TinyModelPath() << "\"\nmax_new_tokens = 7\ntemperature = 0.0\n";
   d.Signal(SIGHUP);
-  ASSERT_TRUE(d.WaitForLog("llmd info reloaded", std::chrono::seconds(20))) << d.log();
+  ASSERT_TRUE(d.WaitForLog("llmd info reloaded")) << d.log();
   auto after = client.Generate("Hello");
   ASSERT_TRUE(after.has_value());
   EXPECT_GT(after->tokens_generated, 3u) << "the new settings are in force";
 
   std::ofstream(config) << "model_path = \"" << dir << "/missing.gguf\"\n";
   d.Signal(SIGHUP);
-  ASSERT_TRUE(d.WaitForLog("reload_failed", std::chrono::seconds(20))) << d.log();
+  ASSERT_TRUE(d.WaitForLog("reload_failed")) << d.log();
   EXPECT_NE(d.log().find("keeping=\"the current model\""), std::string::npos);
   auto still = client.Generate("Hello");
   ASSERT_TRUE(still.has_value()) << "the old model keeps serving";
@@ -236,7 +240,7 @@ TEST(DaemonGuard, RefusesWhenTheGuardSaysUnsafe) {
   ASSERT_FALSE(seed.has_value());
   EXPECT_EQ(seed.error().server_code, static_cast<uint32_t>(proto::ErrorCode::kGenerationFailed))
       << "a seed client gets a seed code";
-  EXPECT_TRUE(d.WaitForLog("verdict=\"Safety: Unsafe\\x0ACategories: Violent\"", std::chrono::seconds(2))) << d.log();
+  EXPECT_TRUE(d.WaitForLog("verdict=\"Safety: Unsafe\\x0ACategories: Violent\"")) << d.log();
   o.guard = false;  // per request: no cascade
   auto unguarded = c.GenerateStream("Tell me a secret.", o, nullptr);
   ASSERT_TRUE(unguarded.has_value()) << unguarded.error().ToString();
@@ -345,6 +349,33 @@ class NotifySocket {
     ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   }
   ~NotifySocket() { ::close(fd_); }
+  // Everything received until `needle` is in it, or `limit` passes (a liveness bound).
+  std::string DrainUntil(const std::string& needle, std::chrono::milliseconds limit = kLiveness) {
+    std::string all;
+    WaitFor(
+        [&] {
+          Receive(&all);
+          return all.find(needle) != std::string::npos;
+        },
+        limit,
+        [&](int ms) {
+          pollfd p{fd_, POLLIN, 0};
+          ::poll(&p, 1, ms);  // back at once when a datagram comes
+        });
+    return all;
+  }
+  // Each datagram that comes until `stop` holds, with when it came.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> Record(const std::atomic<bool>& stop) {
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> got;
+    while (!stop.load()) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) got.emplace_back(std::chrono::steady_clock::now(), std::string(buf, static_cast<size_t>(n)));
+    }
+    return got;
+  }
   // Everything received within `ms`.
   std::string Drain(int ms) {
     std::string all;
@@ -360,6 +391,14 @@ class NotifySocket {
   }
 
  private:
+  // Appends the datagrams already waiting, one a line.
+  void Receive(std::string* all) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT)) > 0;) {
+      *all += std::string(buf, static_cast<size_t>(n)) + "\n";
+    }
+  }
+
   std::string path_;
   int fd_;
 };
@@ -437,15 +476,15 @@ TEST(DaemonLifecycle, NotifiesSystemdReadyWatchdogAndStopping) {
   std::string dir = MakeTempDir();
   NotifySocket notify(dir + "/notify");
   pid_t pid = StartUnderSystemd(dir, dir + "/notify", -1);
-  std::string got;
-  // Ready when it is ready (slow under sanitizers), then a second for the watchdog pings.
-  for (int i = 0; i < 60 && got.find("READY=1") == std::string::npos; ++i) got += notify.Drain(500);
-  got += notify.Drain(1000);
+  // Ready when it is ready (slow under sanitizers), then the watchdog pings; each wait is a
+  // liveness bound only.
+  std::string got = notify.DrainUntil("READY=1");
+  if (got.find("WATCHDOG=1") == std::string::npos) got += notify.DrainUntil("WATCHDOG=1");
   EXPECT_NE(got.find("READY=1"), std::string::npos) << got;
   EXPECT_NE(got.find("STATUS=serving"), std::string::npos);
   EXPECT_NE(got.find("WATCHDOG=1"), std::string::npos) << "pinged while the engine thread is alive";
   ::kill(pid, SIGTERM);
-  got = notify.Drain(1000);
+  got = notify.DrainUntil("STOPPING=1");
   EXPECT_NE(got.find("STOPPING=1"), std::string::npos) << got;
   int status;
   ::waitpid(pid, &status, 0);
@@ -454,34 +493,38 @@ TEST(DaemonLifecycle, NotifiesSystemdReadyWatchdogAndStopping) {
 }
 
 // Item 48e: the watchdog reports the engine thread's progress, not the accept loop's. One
-// decode call over a ~1900-token prompt on the 0.6B model takes seconds; during it the pings
-// stop (WATCHDOG_USEC is 400 ms here, so systemd would restart a daemon stuck like that for
-// good), and they resume once the engine moves again.
+// decode call over a ~1900-token prompt on the 0.6B model takes seconds (6 s on the 2-core
+// development machine); during it the pings stop for longer than WATCHDOG_USEC (400 ms here,
+// so systemd would restart a daemon stuck like that for good), and they resume once the
+// engine moves again. Asserted on the pings as they came, not on a window of fixed length:
+// a loaded machine may start the call late, never early.
 TEST(DaemonLifecycle, Item48e_AStalledEngineStopsTheWatchdogPings) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kWatchdog = std::chrono::milliseconds(400);  // WATCHDOG_USEC
   std::string dir = MakeTempDir();
   NotifySocket notify(dir + "/notify");
   const std::string sock = dir + "/own.sock";
   pid_t pid = StartUnderSystemd(dir, dir + "/notify", -1,
                                 {"--model", Qwen06bQ4Path(), "--socket", sock, "--http-socket", "off", "--threads", "2",
                                  "--parallel", "1", "--context", "4096", "--batch-tokens", "4096"});
-  std::string got;
-  for (int i = 0; i < 60 && got.find("READY=1") == std::string::npos; ++i) got += notify.Drain(1000);
+  const std::string got = notify.DrainUntil("READY=1");  // liveness only
   const bool ready = got.find("READY=1") != std::string::npos;
-  const bool pinged_idle = notify.Drain(2000).find("WATCHDOG=1") != std::string::npos;
+  const bool pinged_idle = notify.DrainUntil("WATCHDOG=1").find("WATCHDOG=1") != std::string::npos;
   std::string prompt;
   for (int i = 0; i < 1900; ++i) prompt += " word";
-  std::atomic<bool> answered{false};
+  std::atomic<bool> answered{false}, ended{false};
+  const auto sent = Clock::now();
   std::thread request([&] {
     // A liveness bound only: one 1900-token prefill under a sanitizer on a busy machine can take minutes.
     LlmClient client(sock, std::chrono::seconds(600));
     answered = client.Generate(prompt, 1).has_value();
+    ended = true;
   });
-  // Pings may go on for up to WATCHDOG_USEC/2 after the engine's last step before the call;
-  // the call itself lasts seconds (6 s on the 2-core development machine).
-  notify.Drain(800);
-  const std::string during = notify.Drain(1200);
+  // Every ping while the request is in flight, with when it came.
+  const auto during = notify.Record(ended);
+  const auto answered_at = Clock::now();
   request.join();
-  const std::string after = notify.Drain(2000);
+  const std::string after = notify.DrainUntil("WATCHDOG=1");  // liveness only
   ::kill(pid, SIGTERM);  // before any assertion can return early
   int status;
   ::waitpid(pid, &status, 0);
@@ -489,7 +532,23 @@ TEST(DaemonLifecycle, Item48e_AStalledEngineStopsTheWatchdogPings) {
   ASSERT_TRUE(ready) << got;
   EXPECT_TRUE(pinged_idle) << "an idle engine thread still shows it is alive";
   EXPECT_TRUE(answered.load());
-  EXPECT_EQ(during.find("WATCHDOG=1"), std::string::npos) << "no pings while the engine is stuck in one call: " << during;
+  // The longest time without a ping while the request was in flight.
+  Clock::duration longest{0};
+  Clock::time_point last = sent;
+  std::string pings;
+  for (const auto& [at, text] : during) {
+    if (text.find("WATCHDOG=1") == std::string::npos) continue;
+    longest = std::max(longest, at - last);
+    last = at;
+    pings += std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(at - sent).count()) + " ";
+  }
+  longest = std::max(longest, answered_at - last);
+  std::printf("longest time without a ping while the request was in flight: %lld ms (answered after %lld ms)\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(longest).count()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(answered_at - sent).count()));
+  EXPECT_GT(longest, kWatchdog) << "no pings while the engine is stuck in one call; pings at ms " << pings
+                                << "after the request, answered at "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(answered_at - sent).count();
   EXPECT_NE(after.find("WATCHDOG=1"), std::string::npos) << "pings resume when it moves again";
 }
 
@@ -505,7 +564,7 @@ TEST(DaemonLifecycle, Item20_ServesASocketPassedBySystemd) {
   NotifySocket notify(dir + "/notify");
   pid_t pid = StartUnderSystemd(dir, dir + "/notify", fd);
   ::close(fd);
-  auto r = early.Receive(20000);
+  auto r = early.Receive();  // liveness only
   const bool own_socket = fs::exists(dir + "/own.sock");
   ::kill(pid, SIGTERM);  // before any assertion can return early
   int status;

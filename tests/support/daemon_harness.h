@@ -104,7 +104,7 @@ class DaemonProcess {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
-    ready_ = WaitForLog("llmd info ready", std::chrono::seconds(60));
+    ready_ = WaitForLog("llmd info ready");
   }
 
   // Waits until the log holds `needle`; false once `limit` passes or the daemon has exited
@@ -126,8 +126,9 @@ class DaemonProcess {
     return true;
   }
 
-  // Waits for the process to exit; returns its exit code, or -1 on timeout / signal.
-  int WaitExit(std::chrono::milliseconds limit) {
+  // Waits for the process to exit; returns its exit code, or -1 on timeout / signal. The
+  // limit is a liveness bound: an exit that does not come within it is lost.
+  int WaitExit(std::chrono::milliseconds limit = kLiveness) {
     if (!WaitFor([&] { return !Running(); }, limit)) return -1;
     return WIFEXITED(exit_status_) ? WEXITSTATUS(exit_status_) : -1;
   }
@@ -209,8 +210,9 @@ class RawConn {
   }
   bool Send(const proto::Request& r) { return Write(proto::EncodeFrame(proto::EncodeRequest(r))); }
 
-  // The next response, or nullopt on EOF/timeout.
-  std::optional<proto::Response> Receive(int timeout_ms = 10000) {
+  // The next response, or nullopt on EOF/timeout. The default timeout is the liveness bound:
+  // a test that expects an answer waits for it as long as a loaded machine may need.
+  std::optional<proto::Response> Receive(int timeout_ms = kLivenessMillis) {
     auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (true) {
       if (!pending_.empty()) {
@@ -240,8 +242,9 @@ class RawConn {
       pending_.append(buf, static_cast<size_t>(n));
     }
   }
-  // True when the daemon closed the connection (EOF) within `timeout_ms`.
-  bool ClosedByPeer(int timeout_ms = 5000) {
+  // True when the daemon closed the connection (EOF) within `timeout_ms` (a liveness bound by
+  // default); false at once when a response comes instead.
+  bool ClosedByPeer(int timeout_ms = kLivenessMillis) {
     auto r = Receive(timeout_ms);
     return !r.has_value() && eof_;
   }
