@@ -13,6 +13,7 @@
 #include "format/session_file.h"
 #include "daemon/native_errors.h"
 #include "engine/llama/llama_grammar.h"
+#include "sched/job_settings.h"
 #include "sched/request_runner.h"
 #include "transport/frame_connection.h"
 
@@ -273,29 +274,24 @@ class Handler {
     const config::DaemonConfig& c = *config_;
     sched::Job job;
     const std::string system = req.params.system.value_or(c.system_prompt);
-    job.sanitize = c.content_safety_check;
     if (req.prompt.empty() || std::all_of(req.prompt.begin(), req.prompt.end(), [](char ch) {
           return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
         })) {
       return InvalidArgumentError("prompt is empty");
     }
-    uint32_t max_tokens = req.max_tokens.value_or(c.max_new_tokens);
-    if (max_tokens == 0) return InvalidArgumentError("max_tokens must be >= 1");
-    job.options.max_tokens = static_cast<int32_t>(std::min(max_tokens, c.max_new_tokens));
-    job.options.sampling = c.sampling;
+    if (req.max_tokens == 0u) return InvalidArgumentError("max_tokens must be >= 1");
     const auto& p = req.params;
-    if (p.temperature) job.options.sampling.temperature = *p.temperature;
-    if (p.top_p) job.options.sampling.top_p = *p.top_p;
-    if (p.top_k) job.options.sampling.top_k = static_cast<int32_t>(std::min<uint32_t>(*p.top_k, 1u << 20));
-    if (p.repeat_penalty) job.options.sampling.repeat_penalty = *p.repeat_penalty;
-    if (p.seed) job.options.sampling.seed = *p.seed;
+    sched::GenerationSettings settings;
+    settings.max_tokens = req.max_tokens;
+    settings.temperature = p.temperature;
+    settings.top_p = p.top_p;
+    if (p.top_k) settings.top_k = static_cast<int32_t>(std::min<uint32_t>(*p.top_k, 1u << 20));
+    settings.repeat_penalty = p.repeat_penalty;
+    settings.seed = p.seed;
+    settings.draft_max = p.draft_max;
+    sched::ApplyGenerationSettings(settings, c, &job);
     if (p.constraint) {
       LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));
-    }
-    // A request may draft less than the server's draft_max, never more (as max_tokens is capped).
-    if (p.draft_max) {
-      job.options.draft_max = static_cast<int32_t>(
-          std::min<uint32_t>(*p.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
     }
     LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
     job.stream = req.type != Request::Type::kGenerate;

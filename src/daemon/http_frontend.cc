@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <ctime>
-#include <exception>
+#include <optional>
 
 #include "format/session_file.h"
+#include "http/anthropic/anthropic_routes.h"
+#include "http/ollama/ollama_routes.h"
+#include "http/openai/openai_routes.h"
+#include "http/responses/responses_routes.h"
 
 namespace llmd::daemon {
 namespace {
@@ -26,6 +30,80 @@ Result<std::string> ReadApiKey(const std::string& path) {
   return text;
 }
 
+// The HTTP API's Unix socket: the native socket's mode and group rules.
+Result<std::unique_ptr<transport::UnixListener>> OpenHttpSocket(const config::DaemonConfig& c,
+                                                               const std::string& socket_path) {
+  transport::ListenOptions lo;
+  lo.path = socket_path;
+  lo.mode = c.socket_mode;
+  lo.group = c.socket_group;
+  lo.allow_systemd = false;  // socket activation hands over the native socket only
+  return transport::UnixListener::Open(lo);
+}
+
+// A loopback TCP listener on `address`; TCP peers need the API key, read on first use. Adds the
+// Host headers a loopback client sends to it to api->allowed_hosts: anything else may be DNS
+// rebinding. `bound` gets the address with the port resolved.
+Status ListenLoopback(const config::DaemonConfig& c, const std::string& address, http::ApiOptions* api, int* fd,
+                      std::string* bound) {
+  if (api->api_key.empty()) {
+    LLMD_ASSIGN_OR_RETURN(api->api_key, ReadApiKey(c.api_key_file));
+  }
+  int port = 0;
+  LLMD_ASSIGN_OR_RETURN(*fd, http::ListenLoopbackTcp(address, &port));
+  const std::string host = address.substr(0, address.rfind(':'));
+  *bound = host + ":" + std::to_string(port);
+  for (const std::string& name : {host, std::string("localhost"), std::string("127.0.0.1"), std::string("[::1]")}) {
+    api->allowed_hosts.push_back(name + ":" + std::to_string(port));
+  }
+  for (const auto& extra : c.http_allowed_hosts) {
+    api->allowed_hosts.push_back(extra);
+    api->allowed_hosts.push_back(extra + ":" + std::to_string(port));
+  }
+  return Status::Ok();
+}
+
+void ApplyConnectionLimits(const config::DaemonConfig& c, http::ServerOptions* so) {
+  so->max_body_bytes = c.http_max_body_bytes;
+  so->max_connections = c.http_max_connections;
+  so->idle_timeout_ms = static_cast<int>(c.idle_timeout_ms);
+  so->request_timeout_ms = static_cast<int>(c.frame_timeout_ms);
+  so->write_timeout_ms = static_cast<int>(c.write_timeout_ms);
+}
+
+// Unix-socket peers whose credentials the policy allows; a rejection is logged, rate-limited
+// by `reject_log` (a local client retrying in a loop must not flood the log).
+std::optional<http::Peer> AdmitPeer(int fd, const transport::AccessPolicy& policy, LogRateLimiter* reject_log) {
+  auto peer = transport::GetPeerCred(fd);
+  if (peer.has_value() && policy.Allows(*peer)) {
+    return http::Peer{false, peer->uid, peer->gid, peer->pid};
+  }
+  long suppressed = 0;
+  if (reject_log->Allow(&suppressed)) {
+    Log(LogLevel::kWarn, "peer_rejected",
+        {{"api", "http"}, {"uid", peer.has_value() ? std::to_string(peer->uid) : "?"},
+         {"pid", peer.has_value() ? std::to_string(peer->pid) : "?"}, {"suppressed", std::to_string(suppressed)}});
+  }
+  return std::nullopt;
+}
+
+// The APIs served, each a front end of its own (src/http/<api>/); the first is the default,
+// whose shape a path no API claims gets. A new API is one more line here.
+std::unique_ptr<http::ApiRouter> MakeRouter(ServerContext& ctx, const http::ApiOptions& options) {
+  auto router = std::make_unique<http::ApiRouter>(ctx, options);
+  router->Register(std::make_unique<http::OpenAiRoutes>(ctx, options));
+  router->Register(std::make_unique<http::ResponsesRoutes>(ctx));
+  router->Register(std::make_unique<http::AnthropicRoutes>(ctx));
+  router->Register(std::make_unique<http::OllamaRoutes>(ctx, options));
+  return router;
+}
+
+void LogListening(const std::string& socket_path, const std::string& tcp_address, const std::string& ollama_address) {
+  Log(LogLevel::kInfo, "http_listening",
+      {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address},
+       {"ollama", ollama_address.empty() ? "off" : ollama_address}});
+}
+
 }  // namespace
 
 Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonConfig& c, ServerContext& ctx,
@@ -36,79 +114,30 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
   http::ServerOptions so;
   http::ApiOptions api;
   api.started_unix = static_cast<int64_t>(std::time(nullptr));
-  std::string tcp_address;
   if (!socket_path.empty()) {
-    transport::ListenOptions lo;
-    lo.path = socket_path;
-    lo.mode = c.socket_mode;
-    lo.group = c.socket_group;
-    lo.allow_systemd = false;  // socket activation hands over the native socket only
-    LLMD_ASSIGN_OR_RETURN(f->unix_, transport::UnixListener::Open(lo));
+    LLMD_ASSIGN_OR_RETURN(f->unix_, OpenHttpSocket(c, socket_path));
     so.unix_fd = f->unix_->fd();
   }
-  // Each loopback listener: the Host headers a loopback client sends to it; anything else
-  // may be DNS rebinding.
-  auto listen_tcp = [&](const std::string& address, int* fd, std::string* bound) -> Status {
-    if (api.api_key.empty()) {
-      LLMD_ASSIGN_OR_RETURN(api.api_key, ReadApiKey(c.api_key_file));
-    }
-    int port = 0;
-    LLMD_ASSIGN_OR_RETURN(*fd, http::ListenLoopbackTcp(address, &port));
-    const std::string host = address.substr(0, address.rfind(':'));
-    *bound = host + ":" + std::to_string(port);
-    for (const std::string& name : {host, std::string("localhost"), std::string("127.0.0.1"), std::string("[::1]")}) {
-      api.allowed_hosts.push_back(name + ":" + std::to_string(port));
-    }
-    for (const auto& extra : c.http_allowed_hosts) {
-      api.allowed_hosts.push_back(extra);
-      api.allowed_hosts.push_back(extra + ":" + std::to_string(port));
-    }
-    return Status::Ok();
-  };
-  std::string ollama_address;
+  std::string tcp_address;
   if (!c.http_listen.empty()) {
-    LLMD_RETURN_IF_ERROR(listen_tcp(c.http_listen, &f->tcp_fd_, &tcp_address));
+    LLMD_RETURN_IF_ERROR(ListenLoopback(c, c.http_listen, &api, &f->tcp_fd_, &tcp_address));
     so.tcp_fd = f->tcp_fd_;
   }
+  std::string ollama_address;
   if (!c.ollama_listen.empty()) {
-    LLMD_RETURN_IF_ERROR(listen_tcp(c.ollama_listen, &f->ollama_fd_, &ollama_address).WithContext("ollama_listen"));
+    LLMD_RETURN_IF_ERROR(
+        ListenLoopback(c, c.ollama_listen, &api, &f->ollama_fd_, &ollama_address).WithContext("ollama_listen"));
     so.second_tcp_fd = f->ollama_fd_;
   }
-  f->routes_ = std::make_unique<http::OpenAiRoutes>(ctx, std::move(api));
-  so.max_body_bytes = c.http_max_body_bytes;
-  so.max_connections = c.http_max_connections;
-  so.idle_timeout_ms = static_cast<int>(c.idle_timeout_ms);
-  so.request_timeout_ms = static_cast<int>(c.frame_timeout_ms);
-  so.write_timeout_ms = static_cast<int>(c.write_timeout_ms);
+  f->router_ = MakeRouter(ctx, api);
+  ApplyConnectionLimits(c, &so);
   HttpFrontend* self = f.get();
-  so.admit = [self, &policy](int fd) -> std::optional<http::Peer> {
-    auto peer = transport::GetPeerCred(fd);
-    if (peer.has_value() && policy.Allows(*peer)) {
-      return http::Peer{false, peer->uid, peer->gid, peer->pid};
-    }
-    long suppressed = 0;
-    if (self->reject_log_.Allow(&suppressed)) {
-      Log(LogLevel::kWarn, "peer_rejected",
-          {{"api", "http"}, {"uid", peer.has_value() ? std::to_string(peer->uid) : "?"},
-           {"pid", peer.has_value() ? std::to_string(peer->pid) : "?"}, {"suppressed", std::to_string(suppressed)}});
-    }
-    return std::nullopt;
-  };
-  http::OpenAiRoutes* routes = f->routes_.get();
-  // The one place exceptions from the HTTP path stop (JSON, allocation): a 500, never a crash.
-  so.handler = [routes](const http::Request& req, http::Responder& out) {
-    try {
-      routes->Handle(req, out);
-    } catch (const std::exception& e) {
-      Log(LogLevel::kError, "http_handler_exception", {{"path", req.path}, {"what", e.what()}});
-      out.Send(500, "application/json",
-               R"({"error":{"message":"internal error","type":"server_error","param":null,"code":"internal_error"}})");
-    }
-  };
+  so.admit = [self, &policy](int fd) { return AdmitPeer(fd, policy, &self->reject_log_); };
+  http::ApiRouter* router = f->router_.get();
+  so.handler = [router](const http::Request& req, http::Responder& out) { router->Handle(req, out); };
+  so.error_body = [router](std::string_view path, const http::ApiError& e) { return router->ErrorBody(path, e); };
   LLMD_ASSIGN_OR_RETURN(f->server_, http::HttpServer::Start(std::move(so)));
-  Log(LogLevel::kInfo, "http_listening",
-      {{"socket", socket_path.empty() ? "off" : socket_path}, {"tcp", tcp_address.empty() ? "off" : tcp_address},
-       {"ollama", ollama_address.empty() ? "off" : ollama_address}});
+  LogListening(socket_path, tcp_address, ollama_address);
   return f;
 }
 

@@ -1,7 +1,7 @@
 // HttpFrontend: the daemon's HTTP API. Opens its Unix socket (same mode, group, lock-file
 // rules and credential allowlist as the native socket) and, when configured, loopback TCP
 // listeners guarded by the API key (http_listen, and ollama_listen where Ollama clients look);
-// then serves OpenAiRoutes (OpenAI, Ollama and Anthropic APIs) on all of them.
+// then serves the ApiRouter (the OpenAI, Responses, Anthropic and Ollama APIs) on all of them.
 //
 // Thread-safety: Start and Stop on the daemon's main thread. Lifetime: `ctx` and `policy`
 // must outlive this.
@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "http/http_server.h"
-#include "http/openai/openai_routes.h"
+#include "http/api_router.h"
 #include "daemon/server_context.h"
 #include "transport/peer_cred.h"
 #include "transport/unix_listener.h"
@@ -35,7 +35,7 @@ class HttpFrontend {
   std::unique_ptr<transport::UnixListener> unix_;
   int tcp_fd_ = -1;
   int ollama_fd_ = -1;  // ollama_listen
-  std::unique_ptr<http::OpenAiRoutes> routes_;
+  std::unique_ptr<http::ApiRouter> router_;
   std::unique_ptr<http::HttpServer> server_;
   LogRateLimiter reject_log_{1000};  // accept thread only
 };

@@ -215,8 +215,16 @@ enum class ToolChoice : uint8_t {
   kRequired,  // at least one call, nothing before it
   kNamed,     // exactly a call of `tool_name`
 };
+// A function the model may call, shown to it by the chat template.
+struct ChatTool {
+  std::string name;         // non-empty, unique among a chat's tools
+  std::string description;  // empty: none
+  std::string parameters;   // its arguments' JSON schema (an object) as JSON text; empty: none
+
+  friend bool operator==(const ChatTool&, const ChatTool&) = default;
+};
 struct ChatFormat {
-  std::string tools_json;  // the OpenAI "tools" array as JSON text; empty: no tools
+  std::vector<ChatTool> tools;  // empty: no tools
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_name;   // kNamed
   bool parallel_tool_calls = true;
@@ -224,7 +232,7 @@ struct ChatFormat {
   bool enable_thinking = false;  // the template's thinking switch; the think block is parsed out
 
   // Plain chat: no tools, no schema, no thinking (the reply needs no parser).
-  bool plain() const { return tools_json.empty() && json_schema.empty() && !enable_thinking; }
+  bool plain() const { return tools.empty() && json_schema.empty() && !enable_thinking; }
 };
 
 

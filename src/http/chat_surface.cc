@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "http/api_text.h"
@@ -10,8 +9,6 @@
 
 namespace llmd::http {
 namespace {
-
-using nlohmann::json;
 
 // Unique names (a template cannot show two functions of one name, nor a call say which it
 // meant), and a choice that asks for a call has a tool to call.
@@ -147,19 +144,7 @@ Status ValidateConversation(const std::vector<chat::Message>& messages,
 
 void ApplyTools(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                 engine::ChatFormat* format) {
-  format->tools_json.clear();
-  if (!tools.empty()) {
-    // Templates read name, description and parameters (llama.cpp's
-    // common_chat_tools_parse_oaicompat); nothing else of a tool reaches the prompt.
-    json list = json::array();
-    for (const ToolSpec& t : tools) {
-      json function = {{"name", t.name}};
-      if (!t.description.empty()) function["description"] = t.description;
-      if (!t.parameters.empty()) function["parameters"] = json::parse(t.parameters);
-      list.push_back({{"type", "function"}, {"function", std::move(function)}});
-    }
-    format->tools_json = list.dump();
-  }
+  format->tools.assign(tools.begin(), tools.end());  // the ChatTool part of each
   format->tool_choice = choice.mode;
   format->tool_name = choice.name;
 }

@@ -17,12 +17,10 @@
 
 namespace llmd::http {
 
-// A function the model may call.
-struct ToolSpec {
-  std::string name;         // non-empty
-  std::string description;  // empty: none
-  std::string parameters;   // its arguments' JSON schema (an object) as JSON text; empty: none
-  std::string field;        // where the request defined it ("tools[1].function"), for errors
+// A function the model may call (name, description, parameters: what the engine shows the
+// model), and where the request defined it.
+struct ToolSpec : engine::ChatTool {
+  std::string field;  // "tools[1].function", for errors
 };
 
 // What the request asks of the tools. kRequired and kNamed need tools; kNamed names one.
@@ -75,8 +73,8 @@ Status ValidateConversation(const std::vector<chat::Message>& messages,
                             const ChatDialect& dialect,
                             const std::vector<MessageOrigin>& origins = {});
 
-// The tools and the choice as the engine takes them: `tools_json` the OpenAI "tools" array
-// that chat templates read (empty: no tools), `tool_choice` and `tool_name`.
+// The tools and the choice as the engine takes them: `tools` (each tool without its field;
+// empty: no tools), `tool_choice` and `tool_name`.
 void ApplyTools(const std::vector<ToolSpec>& tools, const ToolChoice& choice,
                 engine::ChatFormat* format);
 

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,7 +16,6 @@ namespace {
 using engine::ToolChoice::kAuto;
 using engine::ToolChoice::kNamed;
 using engine::ToolChoice::kRequired;
-using nlohmann::json;
 
 chat::Message Msg(std::string role, std::string content = "x") {
   return {std::move(role), std::move(content)};
@@ -36,7 +34,7 @@ chat::Message Result(std::string id) {
 }
 
 ToolSpec Tool(std::string name, std::string field) {
-  return {std::move(name), "", "", std::move(field)};
+  return {{.name = std::move(name)}, std::move(field)};
 }
 
 const std::vector<ToolSpec> kOneTool = {Tool("f", "tools[0].function")};
@@ -156,17 +154,16 @@ TEST(ChatSurface, ToolChoiceFaultsCarryTheirReason) {
   }
 }
 
-TEST(ChatSurface, ApplyToolsWritesWhatTemplatesRead) {
+TEST(ChatSurface, ApplyToolsHandsTheEngineEachToolAsSent) {
   engine::ChatFormat f;
-  ApplyTools({{"f", "does f", R"({"type":"object"})", "tools[0]"}, Tool("g", "tools[1]")},
+  ApplyTools({{{"f", "does f", R"({"type":"object"})"}, "tools[0]"}, Tool("g", "tools[1]")},
              {kNamed, "g"}, &f);
-  EXPECT_EQ(json::parse(f.tools_json), json::parse(R"([
-    {"type":"function","function":{"name":"f","description":"does f","parameters":{"type":"object"}}},
-    {"type":"function","function":{"name":"g"}}])"));
+  EXPECT_EQ(f.tools, (std::vector<engine::ChatTool>{{"f", "does f", R"({"type":"object"})"},
+                                                    {"g", "", ""}}));
   EXPECT_EQ(f.tool_choice, kNamed);
   EXPECT_EQ(f.tool_name, "g");
   ApplyTools({}, {}, &f);
-  EXPECT_TRUE(f.tools_json.empty());
+  EXPECT_TRUE(f.tools.empty());
   EXPECT_EQ(f.tool_choice, kAuto);
 }
 

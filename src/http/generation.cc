@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "sched/job_settings.h"
+
 namespace llmd::http {
 
 sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c) {
   sched::Job job;
-  job.sanitize = c.content_safety_check;
   if (r.chat) {
     sched::Conversation conversation{std::move(r.messages), r.format};
     const std::string model = r.model.value_or(config::DefaultModelName(c));
@@ -22,26 +23,24 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   } else {
     job.prompt = sched::RawCompletion{std::move(r.prompt)};
   }
-  job.options.max_tokens = static_cast<int32_t>(std::min(r.max_tokens.value_or(c.max_new_tokens), c.max_new_tokens));
+  sched::GenerationSettings settings;
+  settings.max_tokens = r.max_tokens;
+  settings.temperature = r.temperature;
+  settings.top_p = r.top_p;
+  settings.top_k = r.top_k;
+  settings.repeat_penalty = r.repeat_penalty;
+  settings.presence_penalty = r.presence_penalty;
+  settings.frequency_penalty = r.frequency_penalty;
+  settings.seed = r.seed;
+  settings.draft_max = r.draft_max;
+  sched::ApplyGenerationSettings(settings, c, &job);
   engine::SamplingParams& p = job.options.sampling;
-  p = c.sampling;
-  if (r.temperature) p.temperature = *r.temperature;
-  if (r.top_p) p.top_p = *r.top_p;
-  if (r.top_k) p.top_k = *r.top_k;
-  if (r.repeat_penalty) p.repeat_penalty = *r.repeat_penalty;
-  if (r.presence_penalty) p.presence_penalty = *r.presence_penalty;
-  if (r.frequency_penalty) p.frequency_penalty = *r.frequency_penalty;
-  if (r.seed) p.seed = *r.seed;
   p.logit_bias = r.logit_bias;
   p.ignore_eos = r.ignore_eos;
   p.top_logprobs = r.top_logprobs;
-  // A request may draft less than the server's draft_max, never more (as max_tokens is capped).
-  if (r.draft_max) {
-    job.options.draft_max =
-        static_cast<int32_t>(std::min<uint32_t>(*r.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
-  }
   job.stop = r.stop;
   job.stream = r.stream;
+  job.keep_alive_ms = r.keep_alive_ms;
   return job;
 }
 
@@ -72,6 +71,25 @@ FinalReply ParseFinalReply(const engine::Completion& done, ReplyDeltas& deltas) 
   out.reply = deltas.WithIds(std::move(out.reply));
   out.tool_calls = !out.reply.tool_calls.empty() && !out.cut;
   return out;
+}
+
+std::optional<std::string> MatchedStopSequence(const std::vector<std::string>& stops, std::string_view generated,
+                                               size_t last_token_bytes) {
+  const size_t tail = generated.size() - std::min(last_token_bytes, generated.size());  // the last token's start
+  std::optional<std::string> best;
+  size_t best_at = std::string_view::npos;
+  for (const std::string& s : stops) {
+    if (s.empty()) continue;
+    // The first occurrence that ends inside the last token.
+    const size_t from = tail + 1 >= s.size() ? tail + 1 - s.size() : 0;
+    const size_t at = generated.find(s, from);
+    if (at == std::string_view::npos) continue;
+    if (at < best_at || (at == best_at && s.size() < best->size())) {
+      best = s;
+      best_at = at;
+    }
+  }
+  return best;
 }
 
 }  // namespace llmd::http

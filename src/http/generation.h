@@ -5,7 +5,10 @@
 #ifndef LLMD_HTTP_GENERATION_H_
 #define LLMD_HTTP_GENERATION_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "engine/types.h"
@@ -35,6 +38,13 @@ struct FinalReply {
   bool cut = false;
 };
 FinalReply ParseFinalReply(const engine::Completion& done, ReplyDeltas& deltas);
+
+// Which of `stops` ended a reply that finished by itself, if one did: the earliest that ends
+// within the last generated token (the engine stops at the token that completes a stop
+// sequence and cuts it, and what follows, from the reply). `generated` is the text of all the
+// generated tokens, the cut included; `last_token_bytes` the length of the last one's.
+std::optional<std::string> MatchedStopSequence(const std::vector<std::string>& stops, std::string_view generated,
+                                               size_t last_token_bytes);
 
 }  // namespace llmd::http
 

@@ -49,6 +49,9 @@ struct GenerationRequest {
   // llama-server's speculative.n_max: at most this many tokens drafted per step (the server's
   // draft_max caps it); 0: no speculative decoding for this request; none: the server's.
   std::optional<uint32_t> draft_max;
+  // Ollama's keep_alive: how long the model's working memory stays after this request (0:
+  // freed at once); none: the configured idle time.
+  std::optional<int64_t> keep_alive_ms;
 };
 
 }  // namespace llmd::http

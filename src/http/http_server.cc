@@ -19,6 +19,7 @@
 
 #include "common/handler_threads.h"
 #include "common/log.h"
+#include "http/api_error.h"
 
 namespace llmd::http {
 namespace {
@@ -58,15 +59,37 @@ std::string StatusLine(int status) {
          std::string(bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(status)))) + "\r\n";
 }
 
-// A fixed OpenAI-shaped error for what the server itself refuses (no client text in it).
-std::string ErrorJson(std::string_view message, std::string_view code) {
-  return "{\"error\":{\"message\":\"" + std::string(message) +
-         "\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":\"" + std::string(code) + "\"}}";
+// The body of an error the server itself sends (no client text in it): in the shape of the API
+// `path` belongs to when the owner said how (ServerOptions::error_body), else OpenAI's.
+std::string ServerErrorBody(const ServerOptions& options, std::string_view path, int status, std::string message,
+                            const char* code) {
+  const ApiError e{status, "invalid_request_error", code, std::move(message), {}};
+  if (options.error_body) return options.error_body(path, e);
+  return "{\"error\":{\"message\":\"" + e.message + "\",\"type\":\"" + e.type + "\",\"param\":null,\"code\":\"" +
+         e.code + "\"}}";
+}
+
+// The path of the request waiting on `fd`, read without taking it (the request line, if it
+// arrives within `wait_ms`); "" when it does not.
+std::string PeekPath(int fd, int wait_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, wait_ms) <= 0) return "";
+  char buf[1024];
+  const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK);
+  if (n <= 0) return "";
+  const std::string_view line(buf, static_cast<size_t>(n));
+  const size_t start = line.find(' ');
+  if (start == std::string_view::npos) return "";
+  const size_t end = line.find_first_of(" ?\r\n", start + 1);
+  if (end == std::string_view::npos) return "";
+  return std::string(line.substr(start + 1, end - start - 1));
 }
 
 class ConnectionResponder final : public Responder {
  public:
-  ConnectionResponder(int fd, int write_ms, bool keep_alive) : fd_(fd), write_ms_(write_ms), keep_alive_(keep_alive) {}
+  // `threads`: the server's, for StartThread; null: none.
+  ConnectionResponder(int fd, int write_ms, bool keep_alive, HandlerThreads* threads = nullptr)
+      : fd_(fd), write_ms_(write_ms), keep_alive_(keep_alive), threads_(threads) {}
 
   bool Send(int status, std::string_view content_type, std::string_view body, const Headers& extra = {}) override {
     if (state_ != State::kNone) return false;
@@ -96,6 +119,9 @@ class ConnectionResponder final : public Responder {
     return Write("0\r\n\r\n");
   }
   int fd() const override { return fd_; }
+  bool StartThread(const std::function<void()>& task) override {
+    return threads_ != nullptr && threads_->TryStart(task);
+  }
 
   bool ok() const { return ok_; }
   bool responded() const { return state_ == State::kDone; }
@@ -117,6 +143,7 @@ class ConnectionResponder final : public Responder {
   const int fd_;
   const int write_ms_;
   bool keep_alive_;
+  HandlerThreads* const threads_;
   bool ok_ = true;
   State state_ = State::kNone;
 };
@@ -210,29 +237,35 @@ struct HttpServer::Impl {
       bool keep_alive = false;
       std::string error;
       const ReadEnd end = ReadRequest(fd, buf, &req, &keep_alive, &error);
-      ConnectionResponder r(fd, options.write_timeout_ms, keep_alive && end == ReadEnd::kRequest);
+      ConnectionResponder r(fd, options.write_timeout_ms, keep_alive && end == ReadEnd::kRequest, &handlers);
       const char* json = "application/json";
       switch (end) {
         case ReadEnd::kRequest:
           options.handler(req, r);
           if (!r.responded() && r.ok()) {
-            r.Send(500, json, ErrorJson("the handler sent no response", "internal_error"));
+            r.Send(500, json, ServerErrorBody(options, req.path, 500, "the handler sent no response", "internal_error"));
           }
           if (!r.ok() || !r.keep_alive()) return;
           continue;
         case ReadEnd::kBodyTooLarge:
-          r.Send(413, json, ErrorJson("request body over " + std::to_string(options.max_body_bytes) + " bytes",
-                                      "request_too_large"));
+          r.Send(413, json,
+                 ServerErrorBody(options, req.path, 413,
+                                 "request body over " + std::to_string(options.max_body_bytes) + " bytes",
+                                 "request_too_large"));
           return;
         case ReadEnd::kHeaderTooLarge:
-          r.Send(431, json, ErrorJson("request header over " + std::to_string(options.max_header_bytes) + " bytes",
-                                      "header_too_large"));
+          r.Send(431, json,
+                 ServerErrorBody(options, req.path, 431,
+                                 "request header over " + std::to_string(options.max_header_bytes) + " bytes",
+                                 "header_too_large"));
           return;
         case ReadEnd::kBad:
-          r.Send(400, json, ErrorJson("malformed HTTP request", "bad_request"));
+          r.Send(400, json, ServerErrorBody(options, req.path, 400, "malformed HTTP request", "bad_request"));
           return;
         case ReadEnd::kTimeout:
-          if (!buf.empty()) r.Send(408, json, ErrorJson("the request did not arrive in time", "request_timeout"));
+          if (!buf.empty()) {
+            r.Send(408, json, ServerErrorBody(options, req.path, 408, "the request did not arrive in time", "request_timeout"));
+          }
           return;
         case ReadEnd::kClosed:
         case ReadEnd::kStopped:
@@ -268,7 +301,10 @@ struct HttpServer::Impl {
         });
         if (!started) {
           ConnectionResponder r(fd, 100, false);
-          r.Send(503, "application/json", ErrorJson("too many connections; retry later", "busy"), {{"Retry-After", "1"}});
+          // Answered in the shape of the API the request is for, when its first line comes soon.
+          const std::string body =
+              ServerErrorBody(options, PeekPath(fd, 50), 503, "too many connections; retry later", "busy");
+          r.Send(503, "application/json", body, {{"Retry-After", "1"}});
           ::close(fd);
         }
       }

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/api_error.h"
 #include "llmd/result.h"
 
 namespace llmd::http {
@@ -58,6 +59,10 @@ class Responder {
   virtual bool EndStream() = 0;
   // The connection's socket, to poll for the peer hanging up while a response is prepared.
   virtual int fd() const = 0;
+  // Starts `task` on a thread of the server's, counted against its connection limit and
+  // joined at Stop (a request's `n` choices run on them); false, and nothing runs, when the
+  // limit is reached. The task must not outlive what it uses: its caller waits for it.
+  virtual bool StartThread(const std::function<void()>& /*task*/) { return false; }
 };
 
 using Handler = std::function<void(const Request&, Responder&)>;
@@ -75,6 +80,9 @@ struct ServerOptions {
   // Unix socket peers: the credentials of an allowed peer, nullopt to close at once.
   std::function<std::optional<Peer>(int fd)> admit;
   Handler handler;
+  // The body of an error the server sends itself (over the connection limit, too large,
+  // malformed, too slow), in the shape of the API `path` (maybe "") belongs to; null: OpenAI's.
+  std::function<std::string(std::string_view path, const ApiError& error)> error_body;
 };
 
 class HttpServer {

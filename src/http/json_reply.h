@@ -1,5 +1,5 @@
 // What every JSON API in src/http shares: dumping JSON safely (bad UTF-8 replaced, never a
-// throw), sending an error in the shape of the API the request was for, and ids.
+// throw), sending an error in the shape its API writes, and ids.
 #ifndef LLMD_HTTP_JSON_REPLY_H_
 #define LLMD_HTTP_JSON_REPLY_H_
 
@@ -19,13 +19,10 @@ std::string Dump(const nlohmann::json& j);
 // infinities, which JSON cannot hold, as null.
 nlohmann::json SerializeFloat(float f);
 
-// Which API's error shape a path gets: /api/* is Ollama's ({"error": "..."}), /v1/messages*
-// Anthropic's ({"type":"error","error":{"type","message"}}), everything else OpenAI's.
-enum class ErrorShape { kOpenAi, kOllama, kAnthropic };
-ErrorShape ErrorShapeFor(const std::string& path);
-std::string ErrorBody(const ApiError& e, ErrorShape shape);
-// Sends `e` in `shape`; returns its HTTP status.
-int SendError(Responder& out, const ApiError& e, ErrorShape shape = ErrorShape::kOpenAi);
+// How an API writes an error's body (its front end's ErrorBody).
+using ErrorFormat = std::string (*)(const ApiError& error);
+// Sends `e` as `format` writes it; returns its HTTP status.
+int SendError(Responder& out, const ApiError& e, ErrorFormat format);
 
 // `prefix` and 16 random hex digits ("chatcmpl-...", "call_...", "msg_...").
 std::string NewId(const char* prefix);

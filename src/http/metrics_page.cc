@@ -1,7 +1,7 @@
 #include "http/metrics_page.h"
 
 #include <cstdio>
-#include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/process_memory.h"
@@ -21,49 +21,106 @@ std::string Number(double v) {
   return buf;
 }
 
-}  // namespace
+// A metric with one sample per loaded model: `name{model="…"} value`.
+struct ModelSeries {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::string (*value)(sched::EngineWorker&);
+};
 
-std::string RenderMetricsPage(sched::ServerState& ctx) {
-  std::string out;
-  Family(&out, "llmd_requests_total", "counter", "Finished API requests by API and outcome.");
-  ctx.requests().Render(&out);
-  Family(&out, "llmd_ready", "gauge", "1 when the models are loaded and serving.");
-  out += std::string("llmd_ready ") + (ctx.ready() ? "1" : "0") + "\n";
-  if (!ctx.ready()) return out;
+void RenderModelSeries(const ModelSeries& series, sched::ServerState& ctx, std::string* out) {
+  Family(out, series.name, series.type, series.help);
+  for (const auto& [model, w] : ctx.models()) {
+    *out += std::string(series.name) + "{" + Label(model) + "} " + series.value(*w) + "\n";
+  }
+}
 
-  using Sample = std::function<std::string(sched::EngineWorker&)>;
-  auto per_model = [&](const char* name, const char* type, const char* help, const Sample& value) {
-    Family(&out, name, type, help);
-    for (const auto& [model, w] : ctx.models()) out += std::string(name) + "{" + Label(model) + "} " + value(*w) + "\n";
-  };
-  // Where each model lives: per device, its layers and the memory llama.cpp allocated there.
-  Family(&out, "llmd_model_device_layers", "gauge",
+constexpr ModelSeries kWorkingMemoryReleases = {
+    "llmd_working_memory_releases_total", "counter",
+    "Idle releases of a model's KV cache and scratch (idle_release_after, Ollama keep_alive).",
+    [](sched::EngineWorker& w) { return std::to_string(w.stats().working_memory_releases); }};
+
+// The token counters and scheduler gauges, in page order.
+constexpr ModelSeries kTokenAndSchedulerSeries[] = {
+    {"llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",
+     [](sched::EngineWorker& w) { return std::to_string(w.metrics().prompt_tokens.load()); }},
+    {"llmd_cached_prompt_tokens_total", "counter", "Prompt tokens reused from the KV cache.",
+     [](sched::EngineWorker& w) { return std::to_string(w.metrics().cached_tokens.load()); }},
+    {"llmd_generated_tokens_total", "counter", "Generated tokens.",
+     [](sched::EngineWorker& w) { return std::to_string(w.metrics().generated_tokens.load()); }},
+    {"llmd_draft_tokens_total", "counter", "Speculative decoding: tokens drafted and verified.",
+     [](sched::EngineWorker& w) { return std::to_string(w.metrics().draft_tokens.load()); }},
+    {"llmd_accepted_draft_tokens_total", "counter",
+     "Speculative decoding: drafted tokens the model accepted (each a generated token without a step of "
+     "its own).",
+     [](sched::EngineWorker& w) { return std::to_string(w.metrics().accepted_draft_tokens.load()); }},
+    {"llmd_queue_depth", "gauge", "Requests waiting for a sequence slot.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().queued); }},
+    {"llmd_active_sequences", "gauge", "Requests generating now.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().active); }},
+    {"llmd_decode_steps_total", "counter", "Decode steps the engine thread ran.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().steps); }},
+    {"llmd_prefix_copies_total", "counter", "Prompt prefixes copied from another sequence instead of prefilled.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().prefix_copies); }},
+    {"llmd_checkpoints", "gauge", "Recurrent-state checkpoints held (hybrid models).",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoints); }},
+    {"llmd_checkpoint_bytes", "gauge", "Bytes the recurrent-state checkpoints hold.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoint_bytes); }},
+    {"llmd_checkpoint_hits_total", "counter", "Prompts whose prefix was restored from a checkpoint.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoint_hits); }},
+    {"llmd_checkpoint_misses_total", "counter",
+     "Prompts sharing a resident prefix that no checkpoint covered (recomputed).",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoint_misses); }},
+    {"llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
+     [](sched::EngineWorker& w) { return Number(w.health().kv_cache_usage); }},
+};
+
+// Each model's devices, read once so that the layer and memory families show the same placement.
+using ModelPlacements = std::vector<std::pair<std::string, std::vector<engine::DevicePlacement>>>;
+
+std::string DeviceLabel(const std::string& model, const engine::DevicePlacement& d) {
+  return Label(model) + ",device=\"" + sched::EscapeLabelValue(d.device) + "\"";
+}
+
+void RenderDeviceLayers(const ModelPlacements& placements, std::string* out) {
+  Family(out, "llmd_model_device_layers", "gauge",
          "Repeating layers of a model held by each device it uses (the output head counts as one more).");
-  std::vector<std::pair<std::string, std::vector<engine::DevicePlacement>>> placements;
-  for (const auto& [model, w] : ctx.models()) placements.emplace_back(model, w->placement());
-  auto device_label = [](const std::string& model, const engine::DevicePlacement& d) {
-    return Label(model) + ",device=\"" + sched::EscapeLabelValue(d.device) + "\"";
-  };
   for (const auto& [model, devices] : placements) {
     for (const auto& d : devices) {
       if (d.layers == 0 && !d.output) continue;
-      out += "llmd_model_device_layers{" + device_label(model, d) + "} " + std::to_string(d.layers + (d.output ? 1 : 0)) + "\n";
+      *out += "llmd_model_device_layers{" + DeviceLabel(model, d) + "} " + std::to_string(d.layers + (d.output ? 1 : 0)) +
+              "\n";
     }
   }
-  Family(&out, "llmd_model_device_memory_bytes", "gauge",
+}
+
+void RenderDeviceMemory(const ModelPlacements& placements, std::string* out) {
+  Family(out, "llmd_model_device_memory_bytes", "gauge",
          "Memory a model holds on each device: weights, context (KV cache, outputs) and compute scratch.");
   for (const auto& [model, devices] : placements) {
     for (const auto& d : devices) {
       const std::pair<const char*, uint64_t> kinds[] = {
           {"weights", d.model_bytes}, {"context", d.context_bytes}, {"compute", d.compute_bytes}};
       for (const auto& [kind, bytes] : kinds) {
-        out += "llmd_model_device_memory_bytes{" + device_label(model, d) + ",kind=\"" + kind + "\"} " +
-               std::to_string(bytes) + "\n";
+        *out += "llmd_model_device_memory_bytes{" + DeviceLabel(model, d) + ",kind=\"" + kind + "\"} " +
+                std::to_string(bytes) + "\n";
       }
     }
   }
-  // Memory by kind, reserved (allocated: what the budget counts) and resident (in memory now).
-  Family(&out, "llmd_memory_bytes", "gauge",
+}
+
+// Where each model lives: per device, its layers and the memory llama.cpp allocated there.
+void RenderPlacement(sched::ServerState& ctx, std::string* out) {
+  ModelPlacements placements;
+  for (const auto& [model, w] : ctx.models()) placements.emplace_back(model, w->placement());
+  RenderDeviceLayers(placements, out);
+  RenderDeviceMemory(placements, out);
+}
+
+// Memory by kind, reserved (allocated: what the budget counts) and resident (in memory now).
+void RenderModelMemory(sched::ServerState& ctx, std::string* out) {
+  Family(out, "llmd_memory_bytes", "gauge",
          "A model's memory by kind (weights, kv, compute, checkpoints): reserved (allocated) and resident "
          "(KV pages are committed as tokens use them; an idle release frees kv and compute).");
   for (const auto& [model, w] : ctx.models()) {
@@ -75,58 +132,48 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
         {"checkpoints", {.reserved = st.checkpoint_bytes, .resident = st.checkpoint_bytes}}};
     for (const auto& [kind, bytes] : kinds) {
       for (const auto& [state, value] : {std::pair{"reserved", bytes.reserved}, std::pair{"resident", bytes.resident}}) {
-        out += "llmd_memory_bytes{" + Label(model) + ",kind=\"" + kind + "\",state=\"" + state + "\"} " +
-               std::to_string(value) + "\n";
+        *out += "llmd_memory_bytes{" + Label(model) + ",kind=\"" + kind + "\",state=\"" + state + "\"} " +
+                std::to_string(value) + "\n";
       }
     }
   }
-  per_model("llmd_working_memory_releases_total", "counter",
-            "Idle releases of a model's KV cache and scratch (idle_release_after, Ollama keep_alive).",
-            [](auto& w) { return std::to_string(w.stats().working_memory_releases); });
-  Family(&out, "llmd_process_resident_bytes", "gauge",
+}
+
+void RenderProcessMemory(std::string* out) {
+  Family(out, "llmd_process_resident_bytes", "gauge",
          "The daemon process's resident memory (/proc/self/status): anonymous, and mapped files.");
   const ProcessMemory process = ReadProcessMemory();
-  out += "llmd_process_resident_bytes{kind=\"anon\"} " + std::to_string(process.resident_anon) + "\n";
-  out += "llmd_process_resident_bytes{kind=\"file\"} " + std::to_string(process.resident_file) + "\n";
-  per_model("llmd_prompt_tokens_total", "counter", "Prompt tokens of finished requests, cached ones included.",
-            [](auto& w) { return std::to_string(w.metrics().prompt_tokens.load()); });
-  per_model("llmd_cached_prompt_tokens_total", "counter", "Prompt tokens reused from the KV cache.",
-            [](auto& w) { return std::to_string(w.metrics().cached_tokens.load()); });
-  per_model("llmd_generated_tokens_total", "counter", "Generated tokens.",
-            [](auto& w) { return std::to_string(w.metrics().generated_tokens.load()); });
-  per_model("llmd_draft_tokens_total", "counter", "Speculative decoding: tokens drafted and verified.",
-            [](auto& w) { return std::to_string(w.metrics().draft_tokens.load()); });
-  per_model("llmd_accepted_draft_tokens_total", "counter",
-            "Speculative decoding: drafted tokens the model accepted (each a generated token without a step of "
-            "its own).",
-            [](auto& w) { return std::to_string(w.metrics().accepted_draft_tokens.load()); });
-  per_model("llmd_queue_depth", "gauge", "Requests waiting for a sequence slot.",
-            [](auto& w) { return std::to_string(w.stats().queued); });
-  per_model("llmd_active_sequences", "gauge", "Requests generating now.",
-            [](auto& w) { return std::to_string(w.stats().active); });
-  per_model("llmd_decode_steps_total", "counter", "Decode steps the engine thread ran.",
-            [](auto& w) { return std::to_string(w.stats().steps); });
-  per_model("llmd_prefix_copies_total", "counter", "Prompt prefixes copied from another sequence instead of prefilled.",
-            [](auto& w) { return std::to_string(w.stats().prefix_copies); });
-  per_model("llmd_checkpoints", "gauge", "Recurrent-state checkpoints held (hybrid models).",
-            [](auto& w) { return std::to_string(w.stats().checkpoints); });
-  per_model("llmd_checkpoint_bytes", "gauge", "Bytes the recurrent-state checkpoints hold.",
-            [](auto& w) { return std::to_string(w.stats().checkpoint_bytes); });
-  per_model("llmd_checkpoint_hits_total", "counter", "Prompts whose prefix was restored from a checkpoint.",
-            [](auto& w) { return std::to_string(w.stats().checkpoint_hits); });
-  per_model("llmd_checkpoint_misses_total", "counter",
-            "Prompts sharing a resident prefix that no checkpoint covered (recomputed).",
-            [](auto& w) { return std::to_string(w.stats().checkpoint_misses); });
-  per_model("llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
-            [](auto& w) { return Number(w.health().kv_cache_usage); });
-  Family(&out, "llmd_time_to_first_token_seconds", "histogram", "Request submitted to first generated token.");
+  *out += "llmd_process_resident_bytes{kind=\"anon\"} " + std::to_string(process.resident_anon) + "\n";
+  *out += "llmd_process_resident_bytes{kind=\"file\"} " + std::to_string(process.resident_file) + "\n";
+}
+
+void RenderLatencyHistograms(sched::ServerState& ctx, std::string* out) {
+  Family(out, "llmd_time_to_first_token_seconds", "histogram", "Request submitted to first generated token.");
   for (const auto& [model, w] : ctx.models()) {
-    w->metrics().ttft_seconds.Render("llmd_time_to_first_token_seconds", Label(model), &out);
+    w->metrics().ttft_seconds.Render("llmd_time_to_first_token_seconds", Label(model), out);
   }
-  Family(&out, "llmd_inter_token_latency_seconds", "histogram", "Time between consecutive tokens of a stream.");
+  Family(out, "llmd_inter_token_latency_seconds", "histogram", "Time between consecutive tokens of a stream.");
   for (const auto& [model, w] : ctx.models()) {
-    w->metrics().inter_token_seconds.Render("llmd_inter_token_latency_seconds", Label(model), &out);
+    w->metrics().inter_token_seconds.Render("llmd_inter_token_latency_seconds", Label(model), out);
   }
+}
+
+}  // namespace
+
+std::string RenderMetricsPage(sched::ServerState& ctx) {
+  std::string out;
+  Family(&out, "llmd_requests_total", "counter", "Finished API requests by API and outcome.");
+  ctx.requests().Render(&out);
+  Family(&out, "llmd_ready", "gauge", "1 when the models are loaded and serving.");
+  out += std::string("llmd_ready ") + (ctx.ready() ? "1" : "0") + "\n";
+  if (!ctx.ready()) return out;
+
+  RenderPlacement(ctx, &out);
+  RenderModelMemory(ctx, &out);
+  RenderModelSeries(kWorkingMemoryReleases, ctx, &out);
+  RenderProcessMemory(&out);
+  for (const ModelSeries& series : kTokenAndSchedulerSeries) RenderModelSeries(series, ctx, &out);
+  RenderLatencyHistograms(ctx, &out);
   return out;
 }
 

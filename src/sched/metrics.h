@@ -40,7 +40,7 @@ struct WorkerMetrics {
   std::atomic<uint64_t> draft_tokens{0}, accepted_draft_tokens{0};  // speculative decoding
 };
 
-// Finished requests by API ("native", "http") and outcome ("ok", "invalid", "busy", ...).
+// Finished requests by API ("native", "openai", "responses", "anthropic", "ollama") and outcome ("ok", "invalid", "busy", ...).
 class RequestCounters {
  public:
   void Count(const std::string& api, const std::string& outcome);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "http/anthropic/anthropic_api.h"
+#include "http/generation.h"
 
 namespace {
 
@@ -40,7 +41,7 @@ void CheckRequest(const llmd::http::AnthropicRequest& r, bool count_tokens) {
   if (r.top_k) Check(*r.top_k >= 1);
   Check(r.stop.size() <= llmd::http::kMaxStopSequences);
   for (const auto& s : r.stop) Check(!s.empty() && s.size() <= llmd::http::kMaxStopBytes);
-  Check(r.format.tools_json.empty() || json::parse(r.format.tools_json).is_array());
+  for (const auto& t : r.format.tools) Check(!t.name.empty() && json::parse(t.parameters).is_object());
   Check(r.format.json_schema.empty() || json::parse(r.format.json_schema).is_object());
   Check(r.format.tool_choice != llmd::engine::ToolChoice::kNamed || !r.format.tool_name.empty());
   Check(!r.omit_thinking || r.enable_thinking == true);

@@ -41,12 +41,8 @@ void CheckGeneration(const OllamaGenerateRequest& o, bool chat) {
   Check(r.n == 1 && r.logit_bias.empty());
   Check(r.top_logprobs >= -1 && r.top_logprobs <= llmd::http::kMaxTopLogprobs);
   Check(r.format.json_schema.empty() || json::parse(r.format.json_schema).is_object());
-  if (!r.format.tools_json.empty()) {
-    const json tools = json::parse(r.format.tools_json);
-    Check(chat && tools.is_array() && !tools.empty());
-    for (const auto& t : tools) {
-      Check(t.at("type") == "function" && t.at("function").at("name").is_string());
-    }
+  for (const auto& t : r.format.tools) {
+    Check(chat && !t.name.empty() && (t.parameters.empty() || json::parse(t.parameters).is_object()));
   }
   if (!r.chat) {  // generate with raw:true
     Check(!chat && o.raw && r.messages.empty() && r.format.plain() &&

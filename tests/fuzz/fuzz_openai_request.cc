@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -49,20 +50,17 @@ void CheckAccepted(const GenerationRequest& r, bool chat) {
     Check(m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool");
     if (m.role != "assistant") Check(m.tool_calls.empty());
   }
-  // tools: a non-empty JSON array of function tools, each named.
-  if (!f.tools_json.empty()) {
-    const auto tools = nlohmann::json::parse(f.tools_json, nullptr, /*allow_exceptions=*/false);
-    Check(tools.is_array() && !tools.empty());
-    for (const auto& t : tools) {
-      Check(t.is_object() && t.value("type", nlohmann::json()) == "function");
-      const auto fn = t.find("function");
-      Check(fn != t.end() && fn->is_object());
-      const auto name = fn->find("name");
-      Check(name != fn->end() && name->is_string() && !name->get<std::string>().empty());
+  // tools: each named, the names unique, a schema absent or a JSON object.
+  std::set<std::string> names;
+  for (const auto& t : f.tools) {
+    Check(!t.name.empty() && names.insert(t.name).second);
+    if (!t.parameters.empty()) {
+      Check(nlohmann::json::parse(t.parameters, nullptr, /*allow_exceptions=*/false).is_object());
     }
   }
   using llmd::engine::ToolChoice;
-  if (f.tool_choice == ToolChoice::kRequired || f.tool_choice == ToolChoice::kNamed) Check(!f.tools_json.empty());
+  if (f.tool_choice == ToolChoice::kRequired || f.tool_choice == ToolChoice::kNamed) Check(!f.tools.empty());
+  if (f.tool_choice == ToolChoice::kNamed) Check(names.count(f.tool_name) == 1);
   if (f.tool_choice != ToolChoice::kNamed) Check(f.tool_name.empty());
   // response_format: the schema is a JSON object.
   if (!f.json_schema.empty()) {

@@ -36,7 +36,9 @@ void CheckRequest(const llmd::http::ResponsesRequest& r) {
   if (r.temperature) Check(*r.temperature >= 0 && *r.temperature <= 2);
   if (r.top_p) Check(*r.top_p >= 0 && *r.top_p <= 1);
   Check(r.top_logprobs >= -1 && r.top_logprobs <= llmd::http::kMaxTopLogprobs);
-  Check(r.format.tools_json.empty() || json::parse(r.format.tools_json).is_array());
+  for (const auto& t : r.format.tools) {
+    Check(!t.name.empty() && (t.parameters.empty() || json::parse(t.parameters).is_object()));
+  }
   Check(r.format.json_schema.empty() || json::parse(r.format.json_schema).is_object());
   Check(r.format.tool_choice != llmd::engine::ToolChoice::kNamed || !r.format.tool_name.empty());
   Check(json::parse(r.echo_json).is_object());

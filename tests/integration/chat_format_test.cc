@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "engine/llama/llama_engine.h"
 #include "tests/support/test_models.h"
@@ -15,8 +16,9 @@ namespace {
 using engine::ChatFormat;
 using engine::ToolChoice;
 
-const char* kTools = R"([{"type":"function","function":{"name":"get_weather","description":"Weather",
-  "parameters":{"type":"object","properties":{"city":{"type":"string","enum":["Paris","Rome"]}},"required":["city"]}}}])";
+const std::vector<engine::ChatTool> kTools = {
+    {"get_weather", "Weather",
+     R"({"type":"object","properties":{"city":{"type":"string","enum":["Paris","Rome"]}},"required":["city"]})"}};
 
 std::unique_ptr<engine::Engine> Load(const std::string& path) {
   engine::EngineConfig config;
@@ -59,7 +61,7 @@ TEST(ChatFormat, ThinkingPutsTheThinkBlockInReasoningNotContent) {
 TEST(ChatFormat, ToolCallsAreParsedOutAndAMalformedOneIsText) {
   auto e = Load(TinyModelPath());
   ChatFormat f;
-  f.tools_json = kTools;
+  f.tools = kTools;
   auto plan = e->ConversationPrompt(kAsk, f, true);
   ASSERT_TRUE(plan.has_value()) << plan.error().ToString();
   EXPECT_TRUE(plan->grammar_lazy);  // auto: free text until a call starts
@@ -84,7 +86,7 @@ TEST(ChatFormat, RequiredAndNamedCallsStartAtOnce) {
   auto e = Load(TinyModelPath());
   for (ToolChoice choice : {ToolChoice::kRequired, ToolChoice::kNamed}) {
     ChatFormat f;
-    f.tools_json = kTools;
+    f.tools = kTools;
     f.tool_choice = choice;
     f.tool_name = "get_weather";
     f.parallel_tool_calls = false;
@@ -101,12 +103,39 @@ TEST(ChatFormat, RequiredAndNamedCallsStartAtOnce) {
     EXPECT_NE(plan->grammar.find("\ntool-calls ::= tool-call space"), std::string::npos) << plan->grammar;
   }
   ChatFormat unknown;
-  unknown.tools_json = kTools;
+  unknown.tools = kTools;
   unknown.tool_choice = ToolChoice::kNamed;
   unknown.tool_name = "get_time";
   auto missing = e->ConversationPrompt(kAsk, unknown, true);
   ASSERT_FALSE(missing.has_value());
   EXPECT_NE(missing.error().message().find("get_time"), std::string::npos);
+}
+
+// A tool without a schema is shown and called as one whose schema is empty, as llama.cpp
+// takes an OpenAI tool without "parameters"; a schema that is not JSON is refused.
+TEST(ChatFormat, AToolWithoutASchemaTakesAnEmptyOne) {
+  auto e = Load(TinyModelPath());
+  for (ToolChoice choice : {ToolChoice::kAuto, ToolChoice::kNamed}) {
+    ChatFormat none;
+    none.tools = {kTools[0], {"ping", "", ""}};
+    none.tool_choice = choice;
+    none.tool_name = "ping";
+    ChatFormat empty = none;
+    empty.tools[1].parameters = "{}";
+    auto a = e->ConversationPrompt(kAsk, none, true);
+    auto b = e->ConversationPrompt(kAsk, empty, true);
+    ASSERT_TRUE(a.has_value()) << a.error().ToString();
+    ASSERT_TRUE(b.has_value()) << b.error().ToString();
+    EXPECT_EQ(a->prompt, b->prompt);
+    EXPECT_EQ(a->grammar, b->grammar);
+    auto text = e->Detokenize(a->prompt, true);
+    EXPECT_NE(text->find(R"({"name": "ping", "description": "", "parameters": {}})"), std::string::npos) << *text;
+  }
+  ChatFormat bad;
+  bad.tools = {{"ping", "", "{not json"}};
+  auto refused = e->ConversationPrompt(kAsk, bad, true);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ChatFormat, ASchemaBecomesAGrammarAndABadOneIsNamed) {
@@ -127,7 +156,7 @@ TEST(ChatFormat, ASchemaBecomesAGrammarAndABadOneIsNamed) {
 TEST(ChatFormat, TheHybridModelsTemplateCallsToolsInItsOwnFormat) {
   auto e = Load(Qwen35TinyPath());
   ChatFormat f;
-  f.tools_json = kTools;
+  f.tools = kTools;
   f.tool_choice = ToolChoice::kRequired;
   auto plan = e->ConversationPrompt(kAsk, f, true);
   ASSERT_TRUE(plan.has_value()) << plan.error().ToString();

@@ -8,7 +8,6 @@
 #include "chat.h"
 #include "common.h"
 #include "engine/llama/llama_reply_parser.h"
-#include "json.h"
 
 namespace llmd::engine {
 namespace {
@@ -107,6 +106,21 @@ void AllowOneCall(std::string* grammar) {
   }
 }
 
+// The tools as llama.cpp's templates take them. A tool without a schema gets an empty one,
+// "{}", as llama.cpp gives one whose "parameters" the request left out
+// (common_chat_tools_parse_oaicompat): the template parses the text back to show it, and the
+// call grammar reads an empty schema as an object with no properties.
+std::vector<common_chat_tool> ToolsOf(const std::vector<ChatTool>& tools) {
+  std::vector<common_chat_tool> out;
+  out.reserve(tools.size());
+  for (const ChatTool& t : tools) {
+    out.push_back({.name = t.name,
+                   .description = t.description,
+                   .parameters = t.parameters.empty() ? "{}" : t.parameters});
+  }
+  return out;
+}
+
 common_chat_tool_choice ToolChoiceOf(ToolChoice choice) {
   switch (choice) {
     case ToolChoice::kNone: return COMMON_CHAT_TOOL_CHOICE_NONE;
@@ -125,7 +139,7 @@ Result<ChatTemplate::Structured> ChatTemplate::StructuredConversation(const std:
     return InvalidArgumentError("this model has no chat template of its own, so it cannot call tools, follow a "
                                 "schema through its template or think");
   }
-  if (!format.tools_json.empty()) {
+  if (!format.tools.empty()) {
     const auto caps = common_chat_templates_get_caps(templates_.get());
     auto has = [&](const char* cap) {
       auto it = caps.find(cap);
@@ -165,11 +179,9 @@ Result<ChatTemplate::Structured> ChatTemplate::StructuredConversation(const std:
   in.json_schema = format.json_schema;
   in.parallel_tool_calls = format.parallel_tool_calls;
   in.tool_choice = ToolChoiceOf(format.tool_choice);
+  in.tools = ToolsOf(format.tools);
   Structured out;
   try {
-    if (!format.tools_json.empty()) {
-      in.tools = common_chat_tools_parse_oaicompat(common_json::parse(format.tools_json));
-    }
     common_chat_params params = common_chat_templates_apply(templates_.get(), in);
     if (format.tool_choice == ToolChoice::kNamed) {
       // The prompt shows every tool; the grammar and parser allow only the named one.
@@ -184,7 +196,7 @@ Result<ChatTemplate::Structured> ChatTemplate::StructuredConversation(const std:
     plan.grammar = params.grammar;
     plan.grammar_lazy = params.grammar_lazy;
     if (!plan.grammar.empty() && format.tool_choice != ToolChoice::kAuto && format.tool_choice != ToolChoice::kNone &&
-        !format.tools_json.empty()) {
+        !format.tools.empty()) {
       RemoveTextBeforeCalls(&plan.grammar);
     }
     if (!format.parallel_tool_calls || format.tool_choice == ToolChoice::kNamed) AllowOneCall(&plan.grammar);

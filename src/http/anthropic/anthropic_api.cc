@@ -480,25 +480,6 @@ Result<AnthropicRequest> ParseAnthropicRequest(std::string_view body, AnthropicB
   return r;
 }
 
-std::optional<std::string> MatchedStopSequence(const std::vector<std::string>& stops, std::string_view generated,
-                                               size_t last_token_bytes) {
-  const size_t tail = generated.size() - std::min(last_token_bytes, generated.size());  // the last token's start
-  std::optional<std::string> best;
-  size_t best_at = std::string_view::npos;
-  for (const std::string& s : stops) {
-    if (s.empty()) continue;
-    // The first occurrence that ends inside the last token.
-    const size_t from = tail + 1 >= s.size() ? tail + 1 - s.size() : 0;
-    const size_t at = generated.find(s, from);
-    if (at == std::string_view::npos) continue;
-    if (at < best_at || (at == best_at && s.size() < best->size())) {
-      best = s;
-      best_at = at;
-    }
-  }
-  return best;
-}
-
 MessageEnd MessageEndFor(const engine::GenerationStats& stats, bool tool_calls, int32_t max_tokens, bool refused,
                          std::optional<std::string> stop_sequence) {
   MessageEnd end;
@@ -612,7 +593,7 @@ struct AnthropicStream::State : ReplyStream {
   std::vector<SseEvent> Fail(const ApiError& error) {
     if (ended()) return {};
     End();
-    Add("error", ErrorBody(error, ErrorShape::kAnthropic));
+    Add("error", AnthropicErrorBody(error));
     return Take();
   }
 };
@@ -631,5 +612,28 @@ std::vector<SseEvent> AnthropicStream::Finish(const engine::ParsedReply& reply, 
 }
 
 std::vector<SseEvent> AnthropicStream::Fail(const ApiError& error) { return state_->Fail(error); }
+
+namespace {
+
+// Anthropic's error types by HTTP status (its documented set).
+const char* AnthropicType(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 405: return "invalid_request_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503: return "overloaded_error";
+    default: return "api_error";
+  }
+}
+
+}  // namespace
+
+std::string AnthropicErrorBody(const ApiError& e) {
+  return Dump(nlohmann::json{{"type", "error"}, {"error", {{"type", AnthropicType(e.status)}, {"message", e.message}}}});
+}
 
 }  // namespace llmd::http

@@ -48,10 +48,10 @@ enum class AnthropicBody { kMessages, kCountTokens };
 // Reads `model` (required), `max_tokens` (required for Messages; 0 .. 2^32-1), `system` (a
 // string or text blocks: the first system message), `messages` (user, assistant and system
 // turns; content a string or blocks), `stop_sequences`, `temperature` (0 .. 1), `top_p`,
-// `top_k`, `stream`, `tools` (custom tools into the chat shape in format.tools_json),
-// `tool_choice` (auto, any, tool, none; disable_parallel_tool_use), `thinking` (enabled with
-// budget_tokens, adaptive, disabled; display), `output_config.format` (json_schema into
-// format.json_schema), `metadata`; and refuses what llmd cannot do.
+// `top_k`, `stream`, `tools` (custom tools into format.tools, input_schema their
+// parameters), `tool_choice` (auto, any, tool, none; disable_parallel_tool_use), `thinking`
+// (enabled with budget_tokens, adaptive, disabled; display), `output_config.format`
+// (json_schema into format.json_schema), `metadata`; and refuses what llmd cannot do.
 //
 // Blocks: user turns take text and tool_result (tool_use_id of an earlier tool_use; content a
 // string or text blocks; is_error prefixes the content with "Error: "); assistant turns take
@@ -62,13 +62,6 @@ enum class AnthropicBody { kMessages, kCountTokens };
 // one message, the last not the assistant's.
 Result<AnthropicRequest> ParseAnthropicRequest(std::string_view body,
                                                AnthropicBody kind = AnthropicBody::kMessages);
-
-// Which of `stops` ended a reply that finished by itself, if one did: the earliest that ends
-// within the last generated token (the engine stops at the token that completes a stop
-// sequence and cuts it, and what follows, from the reply). `generated` is the text of all the
-// generated tokens, the cut included; `last_token_bytes` the length of the last one's.
-std::optional<std::string> MatchedStopSequence(const std::vector<std::string>& stops, std::string_view generated,
-                                               size_t last_token_bytes);
 
 // How a Message ended, as its stop_reason, stop_sequence and usage say it.
 struct MessageEnd {
@@ -86,6 +79,10 @@ struct MessageEnd {
 // MatchedStopSequence found.
 MessageEnd MessageEndFor(const engine::GenerationStats& stats, bool tool_calls, int32_t max_tokens, bool refused,
                          std::optional<std::string> stop_sequence);
+
+// Anthropic's error body: {"type":"error","error":{"type","message"}}, the type by HTTP
+// status from Anthropic's documented set.
+std::string AnthropicErrorBody(const ApiError& error);
 
 // What a Message says about itself besides the reply.
 struct MessageContext {

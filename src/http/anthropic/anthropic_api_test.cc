@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "http/generation.h"
 #include "http/sse_writer.h"
 
 namespace llmd::http {
@@ -80,10 +81,14 @@ TEST(AnthropicRequest, ParsesEveryField) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"END", "STOP"}));
   EXPECT_EQ(r.enable_thinking, true);
   EXPECT_FALSE(r.omit_thinking);
-  EXPECT_EQ(json::parse(r.format.tools_json), json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "description": "weather now",
-      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}])"));
+  ASSERT_EQ(r.format.tools.size(), 2u);
+  EXPECT_EQ(r.format.tools[0].name, "get_weather");
+  EXPECT_EQ(r.format.tools[0].description, "weather now");
+  EXPECT_EQ(json::parse(r.format.tools[0].parameters),
+            json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})"));
+  EXPECT_EQ(r.format.tools[1].name, "get_time");
+  EXPECT_EQ(r.format.tools[1].description, "");
+  EXPECT_EQ(json::parse(r.format.tools[1].parameters), json::parse(R"({"type": "object"})"));
   EXPECT_EQ(r.format.tool_choice, engine::ToolChoice::kNamed);
   EXPECT_EQ(r.format.tool_name, "get_weather");
   EXPECT_FALSE(r.format.parallel_tool_calls);
@@ -199,9 +204,9 @@ TEST(AnthropicRequest, ToolChoices) {
   EXPECT_TRUE(r.format.parallel_tool_calls);
   r = Parse(Body(tools + R"(, "tool_choice": {"type": "none"})"));
   EXPECT_EQ(r.format.tool_choice, engine::ToolChoice::kNone);
-  EXPECT_FALSE(r.format.tools_json.empty());  // the tools are still shown
+  EXPECT_FALSE(r.format.tools.empty());  // the tools are still shown
   r = Parse(Body(R"(, "tools": [], "tool_choice": {"type": "auto"})"));
-  EXPECT_TRUE(r.format.tools_json.empty());
+  EXPECT_TRUE(r.format.tools.empty());
 }
 
 TEST(AnthropicRequest, ThinkingModes) {
@@ -227,7 +232,7 @@ TEST(AnthropicRequest, CountTokensNeedsNoMaxTokensAndReadsNoSampling) {
   EXPECT_FALSE(r.temperature.has_value());
   EXPECT_FALSE(r.stream);
   EXPECT_EQ(r.enable_thinking, true);
-  EXPECT_FALSE(r.format.tools_json.empty());
+  EXPECT_FALSE(r.format.tools.empty());
   EXPECT_FALSE(ParseAnthropicRequest(R"({"messages": [{"role": "user", "content": "x"}]})",
                                      AnthropicBody::kCountTokens).has_value());  // model is still required
 }

@@ -1,37 +1,34 @@
-// AnthropicRoutes: Anthropic's Messages API on top of the engine workers: POST /v1/messages
-// (whole or as Anthropic's named SSE events) and POST /v1/messages/count_tokens. Errors are
-// Anthropic's {"type":"error","error":{"type","message"}} with the status ApiErrorOf maps
-// the failure to.
+// AnthropicRoutes: Anthropic's Messages API's front end: POST /v1/messages (a Message, or
+// Anthropic's named SSE events: AnthropicSink) and POST /v1/messages/count_tokens. Errors are
+// Anthropic's {"type":"error","error":{"type","message"}} with the status ApiErrorOf maps the
+// failure to. Its clients send the API key as "x-api-key: KEY" (or Bearer).
 //
-// OpenAiRoutes dispatches every path under /v1/messages here after its Host, Origin, API key
-// (Bearer or x-api-key), loading, stopping and rate-limit checks; nothing here repeats them.
-//
-// Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
+// Thread-safety: Handle may run on many connection threads at once. Lifetime: `state` must
 // outlive this.
 #ifndef LLMD_HTTP_ANTHROPIC_ANTHROPIC_ROUTES_H_
 #define LLMD_HTTP_ANTHROPIC_ANTHROPIC_ROUTES_H_
 
+#include <string>
+#include <string_view>
+
 #include "http/anthropic/anthropic_api.h"
-#include "http/http_server.h"
+#include "http/front_end.h"
 #include "sched/server_state.h"
 
 namespace llmd::http {
 
-struct ApiOptions;  // openai_routes.h, which may include this header
-
-class AnthropicRoutes {
+class AnthropicRoutes final : public FrontEnd {
  public:
-  // `options` is what OpenAiRoutes already applied (no field of it is needed here yet).
-  AnthropicRoutes(sched::ServerState& ctx, const ApiOptions& options);
-  // Any path under /v1/messages, after the Host/Origin/API-key (Bearer or x-api-key), loading,
-  // stopping and rate-limit checks. Returns the HTTP status sent, 0 when the client left first.
-  int Handle(const Request& request, Responder& out);
+  explicit AnthropicRoutes(sched::ServerState& state) : state_(state) {}
+
+  const char* name() const override { return "anthropic"; }
+  bool Claims(std::string_view path) const override { return path.starts_with("/v1/messages"); }
+  std::string ErrorBody(const ApiError& error) const override { return AnthropicErrorBody(error); }
+  bool HasKey(const Request& request, const std::string& key) const override;
+  int Handle(const Request& request, Responder& out) override;
 
  private:
-  int Messages(const Request& request, Responder& out, AnthropicRequest& parsed);
-  int CountTokens(Responder& out, AnthropicRequest& parsed);
-
-  sched::ServerState& ctx_;
+  sched::ServerState& state_;
 };
 
 }  // namespace llmd::http

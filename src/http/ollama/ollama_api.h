@@ -29,6 +29,7 @@
 #include "config/config.h"
 #include "engine/types.h"
 #include "format/gguf_metadata.h"
+#include "http/api_error.h"
 #include "http/generation_request.h"
 #include "http/reply_deltas.h"
 #include "llmd/result.h"
@@ -163,28 +164,8 @@ nlohmann::json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedRe
                            std::string_view done_reason,
                            const std::vector<engine::TokenLogprob>& logprobs = {});
 
-// One reply's NDJSON lines, or its one object. A stream sends each piece of text as it comes
-// (content and thinking; a structured reply's tool calls are held back and sent whole at the
-// end, as Ollama sends each call once), then the done:true object with the numbers. Used by
-// one thread.
-class OllamaReply {
- public:
-  explicit OllamaReply(OllamaReplyContext ctx);
-  // A streamed text event (its text, the reply's parser if any, its log-probabilities): the
-  // line to send, or none while a partial parse holds the text back. `created_at`: now.
-  std::optional<nlohmann::json> Next(const sched::JobEvent& event, const std::string& created_at);
-  // The finished reply (`refused`: the guard's refusal, its text empty). After a stream
-  // (`stream`), the lines still to send: what the last partial parse held back and the tool
-  // calls, then the done:true object; else the whole reply as one done:true object.
-  std::vector<nlohmann::json> Finish(const engine::Completion& done, bool refused, bool stream,
-                                     int64_t total_ns, const std::string& created_at);
-
- private:
-  OllamaReplyContext ctx_;
-  ReplyDeltas deltas_;
-  std::string text_;                          // generated so far
-  std::vector<engine::TokenLogprob> unsent_;  // log-probabilities not yet on a line
-};
+// Ollama's error body: {"error":"..."}.
+std::string OllamaErrorBody(const ApiError& error);
 
 // The answer to a load request: done:true, done_reason "load", nothing generated.
 nlohmann::json OllamaLoadReply(const OllamaReplyContext& ctx, bool unload);

@@ -61,10 +61,14 @@ TEST(OllamaApi, ParsesAChatRequestWithEveryField) {
   EXPECT_TRUE(*g.enable_thinking);
   EXPECT_EQ(g.top_logprobs, 3);
   EXPECT_EQ(json::parse(g.format.json_schema)["properties"]["a"]["type"], "integer");
-  const json tools = json::parse(g.format.tools_json);
+  const auto& tools = g.format.tools;
   ASSERT_EQ(tools.size(), 2u);
-  EXPECT_EQ(tools[0]["function"]["name"], "get_weather");
-  EXPECT_EQ(tools[1]["type"], "function");  // added where the client left it out
+  EXPECT_EQ(tools[0].name, "get_weather");
+  EXPECT_EQ(tools[0].description, "d");
+  EXPECT_EQ(json::parse(tools[0].parameters)["properties"]["city"]["type"], "string");
+  EXPECT_EQ(tools[1].name, "no_type");  // a function tool where the client left the type out
+  EXPECT_EQ(tools[1].description, "");
+  EXPECT_EQ(tools[1].parameters, "");
   ASSERT_EQ(g.messages.size(), 5u);
   EXPECT_EQ(g.messages[0].role, "system");
   ASSERT_EQ(g.messages[2].tool_calls.size(), 1u);
@@ -91,7 +95,7 @@ TEST(OllamaApi, DefaultsAreOllamasAndNullIsAbsent) {
   EXPECT_TRUE(r->gen.stream);                        // Ollama streams unless told not to
   EXPECT_FALSE(r->gen.enable_thinking.has_value());  // the configured default decides
   EXPECT_TRUE(r->gen.format.json_schema.empty());
-  EXPECT_TRUE(r->gen.format.tools_json.empty());
+  EXPECT_TRUE(r->gen.format.tools.empty());
   EXPECT_FALSE(r->gen.temperature.has_value());
   EXPECT_FALSE(r->gen.max_tokens.has_value());
   EXPECT_EQ(r->gen.top_logprobs, -1);
@@ -489,122 +493,6 @@ TEST(OllamaApi, TheFinalObjectHasTheDurationsInNanoseconds) {
             json::parse(R"({"model":"m","created_at":"t","done":true,"done_reason":"load",
                                                  "message":{"role":"assistant","content":""}})"));
   EXPECT_EQ(OllamaLoadReply(chat, true)["done_reason"], "unload");  // keep_alive 0
-}
-
-// A toy reply format: "<think>...</think>", then content, then "<tool_call>{args}</tool_call>"
-// (a call to "f"); a partial parse holds back an unfinished "<tool_call>" and an open call.
-class ToyParser final : public engine::ReplyParser {
- public:
-  engine::ParsedReply Parse(std::string_view text, bool partial) const override {
-    engine::ParsedReply r;
-    std::string t(text);
-    if (t.starts_with("<think>")) {
-      const size_t end = t.find("</think>");
-      if (end == std::string::npos) {
-        r.reasoning_content = t.substr(7);
-        return r;
-      }
-      r.reasoning_content = t.substr(7, end - 7);
-      t = t.substr(end + 8);
-    }
-    const std::string open = "<tool_call>", close = "</tool_call>";
-    const size_t call = t.find(open);
-    if (call == std::string::npos) {
-      size_t keep = t.size();
-      for (size_t n = std::min(t.size(), open.size() - 1); partial && n > 0; --n) {
-        if (t.compare(t.size() - n, n, open, 0, n) == 0) {
-          keep = t.size() - n;
-          break;
-        }
-      }
-      r.content = t.substr(0, keep);
-      return r;
-    }
-    r.content = t.substr(0, call);
-    const size_t end = t.find(close, call);
-    if (end != std::string::npos) {
-      r.tool_calls.push_back({"", "f", t.substr(call + open.size(), end - call - open.size())});
-    }
-    return r;
-  }
-};
-
-sched::JobEvent Text(std::string text, std::shared_ptr<const engine::ReplyParser> parser,
-                     std::vector<engine::TokenLogprob> logprobs = {}) {
-  sched::JobEvent ev = sched::JobEvent::Text(std::move(text));
-  ev.parser = std::move(parser);
-  ev.logprobs = std::move(logprobs);
-  return ev;
-}
-
-TEST(OllamaApi, AStreamSendsTextAsItComesAndToolCallsWholeAtTheEnd) {
-  auto parser = std::make_shared<const ToyParser>();
-  const std::vector<std::string> pieces = {"<think>hm", "m</think>Hel", "lo <tool_",
-                                           R"(call>{"city":"Pa)", R"(ris"}</tool_call>)"};
-  OllamaReply reply({true, "m", "t0"});
-  std::vector<json> lines;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    if (auto line = reply.Next(Text(pieces[i], parser, {{pieces[i], -1.0f, {}}}),
-                               "t" + std::to_string(i + 1))) {
-      lines.push_back(*line);
-    }
-  }
-  ASSERT_EQ(lines.size(), 3u);  // the call is held back
-  EXPECT_EQ(lines[0]["message"]["thinking"], "hm");
-  EXPECT_EQ(lines[0]["created_at"], "t1");
-  EXPECT_EQ(lines[1]["message"]["thinking"], "m");
-  EXPECT_EQ(lines[1]["message"]["content"], "Hel");
-  EXPECT_EQ(lines[2]["message"]["content"], "lo ");
-  EXPECT_FALSE(lines[2]["message"].contains("thinking"));
-  EXPECT_EQ(lines[2]["logprobs"].size(), 1u);
-
-  engine::Completion done;
-  for (const auto& p : pieces) done.text += p;
-  done.parser = parser;
-  done.stats.generated_tokens = 5;
-  const std::vector<json> rest = reply.Finish(done, /*refused=*/false, /*stream=*/true, 99, "t9");
-  ASSERT_EQ(rest.size(), 2u);
-  const json& calls = rest[0]["message"]["tool_calls"];
-  ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0]["function"]["name"], "f");
-  EXPECT_EQ(calls[0]["function"]["arguments"], json({{"city", "Paris"}}));
-  EXPECT_EQ(rest[0]["message"]["content"], "");
-  EXPECT_EQ(rest[0]["done"], false);
-  EXPECT_EQ(rest[0]["logprobs"].size(), 2u);  // those of the pieces that sent no line
-  EXPECT_EQ(rest[1]["done"], true);
-  EXPECT_EQ(rest[1]["done_reason"], "stop");
-  EXPECT_EQ(rest[1]["eval_count"], 5);
-  EXPECT_EQ(rest[1]["total_duration"], 99);
-  EXPECT_EQ(rest[1]["message"]["content"], "");
-  EXPECT_EQ(rest[1]["created_at"], "t9");
-
-  // The same reply whole: one object with everything.
-  OllamaReply whole({true, "m", "t0"});
-  const std::vector<json> one = whole.Finish(done, false, /*stream=*/false, 7, "t1");
-  ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one[0]["message"]["content"], "Hello ");
-  EXPECT_EQ(one[0]["message"]["thinking"], "hmm");
-  EXPECT_EQ(one[0]["message"]["tool_calls"][0]["function"]["arguments"]["city"], "Paris");
-  EXPECT_EQ(one[0]["done"], true);
-}
-
-TEST(OllamaApi, APlainStreamSendsEveryPieceAndARefusalSaysContentFilter) {
-  OllamaReply reply({false, "m", "t"});
-  auto line = reply.Next(Text("Once", nullptr), "t1");
-  ASSERT_TRUE(line.has_value());
-  EXPECT_EQ((*line)["response"], "Once");
-  engine::Completion done;
-  done.text = "Once";
-  const std::vector<json> rest = reply.Finish(done, /*refused=*/false, /*stream=*/true, 1, "t2");
-  ASSERT_EQ(rest.size(), 1u);
-  EXPECT_EQ(rest[0]["response"], "");
-  EXPECT_EQ(rest[0]["done_reason"], "stop");
-
-  OllamaReply refused({true, "m", "t"});
-  const std::vector<json> r =
-      refused.Finish(engine::Completion{}, /*refused=*/true, /*stream=*/false, 1, "t");
-  EXPECT_EQ(r[0]["done_reason"], "content_filter");
-  EXPECT_EQ(r[0]["message"]["content"], "");
 }
 
 TEST(OllamaApi, LogprobsHaveOllamasShape) {

@@ -191,54 +191,6 @@ json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedReply& reply
   return j;
 }
 
-OllamaReply::OllamaReply(OllamaReplyContext ctx)
-    : ctx_(std::move(ctx)), deltas_([] { return NewId("call_"); }) {}
-
-std::optional<json> OllamaReply::Next(const sched::JobEvent& ev, const std::string& created_at) {
-  text_ += ev.text;
-  unsent_.insert(unsent_.end(), ev.logprobs.begin(), ev.logprobs.end());
-  engine::ParsedReply piece;
-  if (ev.parser) {
-    ReplyDelta d = deltas_.Next(ev.parser->Parse(text_, /*partial=*/true));
-    piece.content = std::move(d.content);
-    piece.reasoning_content = std::move(d.reasoning_content);
-  } else {
-    piece.content = ev.text;
-  }
-  if (piece.content.empty() && piece.reasoning_content.empty()) {
-    return std::nullopt;  // held back for now
-  }
-  ctx_.created_at = created_at;
-  json line = OllamaChunk(ctx_, piece, unsent_);
-  unsent_.clear();
-  return line;
-}
-
-std::vector<json> OllamaReply::Finish(const engine::Completion& done, bool refused, bool stream,
-                                      int64_t total_ns, const std::string& created_at) {
-  ctx_.created_at = created_at;
-  FinalReply final_reply = ParseFinalReply(done, deltas_);
-  const std::string_view reason = OllamaDoneReason(done.stats, refused);
-  if (!stream) {
-    return {OllamaFinal(ctx_, final_reply.reply, done.stats, total_ns, reason, done.logprobs)};
-  }
-  std::vector<json> lines;
-  engine::ParsedReply rest;
-  if (done.parser) {
-    ReplyDelta d = deltas_.Next(final_reply.reply, /*final=*/true);
-    rest.content = std::move(d.content);
-    rest.reasoning_content = std::move(d.reasoning_content);
-  }
-  rest.tool_calls = std::move(final_reply.reply.tool_calls);
-  if (!rest.content.empty() || !rest.reasoning_content.empty() || !rest.tool_calls.empty()) {
-    lines.push_back(OllamaChunk(ctx_, rest, unsent_));
-    unsent_.clear();
-  }
-  lines.push_back(OllamaFinal(ctx_, engine::ParsedReply{}, done.stats, total_ns, reason, unsent_));
-  unsent_.clear();
-  return lines;
-}
-
 json OllamaLoadReply(const OllamaReplyContext& ctx, bool unload) {
   json j = {{"model", ctx.model},
             {"created_at", ctx.created_at},
@@ -261,5 +213,7 @@ std::string RenderOllamaEmbed(const std::string& model,
 std::string RenderOllamaEmbeddings(const std::vector<float>& vector) {
   return Dump({{"embedding", vector}});
 }
+
+std::string OllamaErrorBody(const ApiError& e) { return Dump({{"error", e.message}}); }
 
 }  // namespace llmd::http

@@ -11,18 +11,15 @@
 #include "common/log.h"
 #include "format/gguf_metadata.h"
 #include "format/random_access_file.h"
-#include "http/generation.h"
+#include "http/exchange.h"
 #include "http/json_reply.h"
+#include "http/ollama/ollama_sink.h"
 #include "http/api_error.h"
-#include "sched/request_runner.h"
 
 namespace llmd::http {
 namespace {
 
 using nlohmann::json;
-constexpr const char* kNdjson = "application/x-ndjson";
-
-std::string Now() { return Rfc3339Nanos(std::chrono::system_clock::now()); }
 
 int64_t NanosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
@@ -42,21 +39,18 @@ bool IsManagement(const std::string& path) {
          path.starts_with("/api/blobs/");
 }
 
+int Fail(Responder& out, const ApiError& e) { return SendError(out, e, OllamaErrorBody); }
+int Fail(Responder& out, const Status& s) { return Fail(out, ApiErrorOf(s)); }
+
 }  // namespace
 
 OllamaRoutes::OllamaRoutes(sched::ServerState& ctx, const ApiOptions& options)
     : ctx_(ctx), options_(options) {}
 
 int OllamaRoutes::Handle(const Request& req, Responder& out) {
-  auto fail = [&](const ApiError& e) { return SendError(out, e, ErrorShape::kOllama); };
+  auto fail = [&](const ApiError& e) { return SendError(out, e, OllamaErrorBody); };
   auto method = [&](const char* want) { return req.method == want; };
-  auto wrong_method = [&](const char* allow) {
-    return fail({405,
-                 "invalid_request_error",
-                 "method_not_allowed",
-                 req.method + " is not allowed on " + req.path + "; use " + allow,
-                 {{"Allow", allow}}});
-  };
+  auto wrong_method = [&](const char* allow) { return fail(WrongMethod(req, allow)); };
   const std::string& p = req.path;
   if (p == "/api/chat" || p == "/api/generate") {
     return method("POST") ? Generate(req, out, p == "/api/chat") : wrong_method("POST");
@@ -82,7 +76,7 @@ int OllamaRoutes::Handle(const Request& req, Responder& out) {
              "needs a restart)",
          {}});
   }
-  return fail({404, "invalid_request_error", "not_found", "no such endpoint: " + p, {}});
+  return fail(NoSuchEndpoint(req));
 }
 
 std::optional<std::string> OllamaRoutes::Resolve(const std::optional<std::string>& name) const {
@@ -114,129 +108,57 @@ Status UnknownModel(const std::string& name, const sched::ServerState& ctx) {
 }  // namespace
 
 int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
-  const auto started = std::chrono::steady_clock::now();
   const auto config = ctx_.config();
-  const config::DaemonConfig& c = *config;
-  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
-  auto parsed =
-      chat ? ParseOllamaChat(req.body, Limits(c)) : ParseOllamaGenerate(req.body, Limits(c));
-  if (!parsed.has_value()) return fail(parsed.error());
+  auto parsed = chat ? ParseOllamaChat(req.body, Limits(*config)) : ParseOllamaGenerate(req.body, Limits(*config));
+  if (!parsed.has_value()) return Fail(out, parsed.error());
   OllamaGenerateRequest& r = *parsed;
-  if (c.log_text) Log(LogLevel::kDebug, "http_request", {{"body", req.body}});
   const std::optional<std::string> model = Resolve(r.gen.model);
-  if (!model) return fail(UnknownModel(r.gen.model.value_or(""), ctx_));
-  if (IsEmbedder(*model, c)) {
-    return fail(InvalidArgumentError(
-        "model '" + *model +
-        "' is loaded for embeddings (embedding_models); it does not generate"));
-  }
+  if (!model) return Fail(out, UnknownModel(r.gen.model.value_or(""), ctx_));
   r.gen.model = *model;
-  OllamaReplyContext reply_ctx{chat, *model, Now()};
-  if (r.load_only) {
+  OllamaReplyContext context{chat, *model, Rfc3339Nanos(std::chrono::system_clock::now())};
+  if (r.load_only && !IsEmbedder(*model, *config)) {
     // Ollama's load and unload requests: keep_alive 0 frees the working memory now.
     if (r.keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*r.keep_alive_ms);
     const bool unload = r.keep_alive_ms == 0;
-    return out.Send(200, kJsonType, Dump(OllamaLoadReply(reply_ctx, unload))) ? 200 : 0;
+    return out.Send(200, kJsonType, Dump(OllamaLoadReply(context, unload))) ? 200 : 0;
   }
-
-  sched::RunRequest run;
-  run.api = "ollama";
-  run.model = r.gen.model;
-  // With the guard cascade on, the answer is generated whole and shown only after the verdict.
-  run.guard = !c.guard_model.empty();
-  run.guarded_prompt = GuardedPrompt(r.gen);
-  const bool stream = r.gen.stream;
-  run.job = MakeGenerationJob(r.gen, c);
-  run.job.keep_alive_ms = r.keep_alive_ms;
-  if (Status s = run.job.options.sampling.Validate(); !s.ok()) return fail(s);
-  run.peer_fd = out.fd();
-  run.half_close_is_gone = true;
-  run.timeout_ms = c.request_timeout_ms;
-
-  // The NDJSON stream: its 200 head goes out with the first line, so an error found before
-  // any text (a schema that does not compile, a prompt too long) is still an HTTP status.
-  bool streaming = false, stream_ok = true;
-  auto write = [&](const json& line) {
-    if (!streaming) {
-      streaming = true;
-      stream_ok = out.BeginStream(200, kNdjson);
-    }
-    stream_ok = stream_ok && out.WriteChunk(Dump(line) + "\n");
-    return stream_ok;  // false: the client left or stopped reading, and the runner cancels
-  };
-  OllamaReply reply(reply_ctx);
-  run.on_text = [&](const sched::JobEvent& ev) {
-    std::optional<json> line = reply.Next(ev, Now());
-    return line ? write(*line) : stream_ok;
-  };
-  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
-  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
-  if (outcome.kind == sched::RunOutcome::Kind::kError && !outcome.refused()) {
-    ApiError e = ApiErrorOf(outcome.error);
-    if (!streaming) return SendError(out, e, ErrorShape::kOllama);
-    if (!write({{"error", e.message}}) || !out.EndStream()) return 0;
-    return e.status;
-  }
-  const std::vector<json> lines =
-      reply.Finish(outcome.completion, outcome.refused(), stream, NanosSince(started), Now());
-  if (!stream) return out.Send(200, kJsonType, Dump(lines.front())) ? 200 : 0;
-  for (const json& line : lines) {
-    if (!write(line)) return 0;
-  }
-  return out.EndStream() ? 200 : 0;
+  r.gen.keep_alive_ms = r.keep_alive_ms;
+  OllamaSink sink(out, std::move(context), r.gen.stream);
+  return RunExchange(std::move(r.gen), ExchangeOptions{"ollama", "call_"}, sink, ServerEnv(ctx_, out));
 }
 
 int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
   const auto started = std::chrono::steady_clock::now();
   const auto config = ctx_.config();
-  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
-  auto parsed = legacy ? ParseOllamaEmbeddings(req.body, Limits(*config))
-                       : ParseOllamaEmbed(req.body, Limits(*config));
-  if (!parsed.has_value()) return fail(parsed.error());
+  auto parsed = legacy ? ParseOllamaEmbeddings(req.body, Limits(*config)) : ParseOllamaEmbed(req.body, Limits(*config));
+  if (!parsed.has_value()) return Fail(out, parsed.error());
   const std::optional<std::string> model = Resolve(parsed->model);
-  if (!model) return fail(UnknownModel(parsed->model.value_or(""), ctx_));
+  if (!model) return Fail(out, UnknownModel(parsed->model.value_or(""), ctx_));
   if (!IsEmbedder(*model, *config)) {
-    return fail(InvalidArgumentError(
-        "model '" + *model +
-        "' is not loaded for embeddings; name it in embedding_models in the config"));
+    return Fail(out, InvalidArgumentError("model '" + *model +
+                                          "' is not loaded for embeddings; name it in embedding_models in the config"));
   }
   auto reply = [&](const std::vector<std::vector<float>>& vectors, int32_t prompt_tokens) {
-    const std::string body =
-        legacy ? RenderOllamaEmbeddings(vectors.empty() ? std::vector<float>{} : vectors[0])
-               : RenderOllamaEmbed(*model, vectors, NanosSince(started), prompt_tokens);
+    const std::string body = legacy ? RenderOllamaEmbeddings(vectors.empty() ? std::vector<float>{} : vectors[0])
+                                    : RenderOllamaEmbed(*model, vectors, NanosSince(started), prompt_tokens);
     return out.Send(200, kJsonType, body) ? 200 : 0;
   };
   if (parsed->inputs.empty()) {  // a load request: the model is loaded
     if (parsed->keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*parsed->keep_alive_ms);
     return reply({}, 0);
   }
-  sched::RunRequest run;
-  run.api = "ollama";
-  run.model = *model;
-  run.job.prompt = sched::EmbeddingInputs{std::move(parsed->inputs)};
-  run.job.keep_alive_ms = parsed->keep_alive_ms;
-  run.peer_fd = out.fd();
-  run.half_close_is_gone = true;
-  run.timeout_ms = config->request_timeout_ms;
-  sched::RunOutcome outcome = sched::RequestRunner(ctx_).Run(std::move(run));
-  if (outcome.kind == sched::RunOutcome::Kind::kPeerGone) return 0;
-  if (outcome.kind == sched::RunOutcome::Kind::kError) return fail(outcome.error);
-  const auto& vectors = outcome.completion.embeddings;
-  if (parsed->dimensions && !vectors.empty() &&
-      *parsed->dimensions != static_cast<int64_t>(vectors[0].size())) {
-    return fail(InvalidArgumentError("'dimensions' must be the model's own, " +
-                                     std::to_string(vectors[0].size()) +
-                                     " (llmd does not shorten embeddings)"));
-  }
-  return reply(vectors, outcome.completion.stats.prompt_tokens);
+  Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms}, "ollama",
+                                ServerEnv(ctx_, out));
+  if (done.client_gone) return 0;
+  if (!done.error.ok()) return Fail(out, done.error);
+  return reply(done.vectors, done.prompt_tokens);
 }
 
 int OllamaRoutes::Show(const Request& req, Responder& out) {
   auto parsed = ParseOllamaShow(req.body);
-  auto fail = [&](const Status& s) { return SendError(out, ApiErrorOf(s), ErrorShape::kOllama); };
-  if (!parsed.has_value()) return fail(parsed.error());
+  if (!parsed.has_value()) return Fail(out, parsed.error());
   const std::optional<std::string> model = Resolve(parsed->model);
-  if (!model) return fail(UnknownModel(parsed->model, ctx_));
+  if (!model) return Fail(out, UnknownModel(parsed->model, ctx_));
   const auto config = ctx_.config();
   return out.Send(200, kJsonType, RenderOllamaShow(Describe(*model, *config), *config)) ? 200 : 0;
 }

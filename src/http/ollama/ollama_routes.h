@@ -1,17 +1,12 @@
-// OllamaRoutes: Ollama's native API (/api/*) on top of the engine workers, for clients such
-// as ollama-js and ollama-python: /api/chat and /api/generate (NDJSON streams by default, as
-// Ollama, or one object with stream:false), /api/embed and /api/embeddings, /api/tags,
-// /api/ps, /api/show and /api/version. Model management (pull, push, create, copy, delete,
-// blobs) is 501: llmd serves the models its config names. Errors are Ollama's
-// {"error":"..."} with the status ApiErrorOf gives; one that comes after a stream has
-// begun is a last {"error":"..."} line.
+// OllamaRoutes: Ollama's native API's front end (/api/*), for clients such as ollama-js and
+// ollama-python: /api/chat and /api/generate (NDJSON streams by default, as Ollama, or one
+// object with stream:false: OllamaSink), /api/embed and /api/embeddings, /api/tags, /api/ps,
+// /api/show and /api/version. Model management (pull, push, create, copy, delete, blobs) is
+// 501: llmd serves the models its config names. Errors are Ollama's {"error":"..."} with the
+// status ApiErrorOf gives; one that comes after a stream has begun is a last {"error":"..."}
+// line.
 //
-// Generation goes through the same job builder, reply parser and request runner as the
-// OpenAI routes (generation.h, sched::RequestRunner); a client that leaves mid-stream
-// cancels its job. The access checks (Host, Origin, API key), the loading and stopping
-// checks and the rate limit are the caller's (OpenAiRoutes::Route), done before Handle.
-//
-// Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
+// Thread-safety: Handle may run on many connection threads at once. Lifetime: `state` must
 // outlive this.
 #ifndef LLMD_HTTP_OLLAMA_OLLAMA_ROUTES_H_
 #define LLMD_HTTP_OLLAMA_OLLAMA_ROUTES_H_
@@ -22,20 +17,23 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "http/http_server.h"
 #include "http/ollama/ollama_api.h"
-#include "http/openai/openai_routes.h"
+#include "http/front_end.h"
 #include "sched/server_state.h"
 
 namespace llmd::http {
 
-class OllamaRoutes {
+class OllamaRoutes final : public FrontEnd {
  public:
   OllamaRoutes(sched::ServerState& ctx, const ApiOptions& options);
-  // Any path under /api/, after the Host/Origin/API-key, loading, stopping and rate-limit
-  // checks. Returns the HTTP status sent, 0 when the client left first.
-  int Handle(const Request& request, Responder& out);
+
+  const char* name() const override { return "ollama"; }
+  bool Claims(std::string_view path) const override { return path.starts_with("/api/") || path == "/api"; }
+  std::string ErrorBody(const ApiError& error) const override { return OllamaErrorBody(error); }
+  int Handle(const Request& request, Responder& out) override;
 
  private:
   int Generate(const Request& request, Responder& out, bool chat);

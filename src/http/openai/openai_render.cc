@@ -1,5 +1,7 @@
 #include "http/openai/openai_render.h"
 
+#include "http/json_reply.h"
+
 namespace llmd::http {
 namespace {
 
@@ -91,6 +93,11 @@ json CompletionLogprobs(const std::vector<engine::TokenLogprob>& tokens, size_t 
     offset += t.text.size();
   }
   return {{"tokens", text}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
+}
+
+std::string OpenAiErrorBody(const ApiError& e) {
+  const nlohmann::json param = e.param != nullptr ? nlohmann::json(e.param) : nlohmann::json(nullptr);
+  return Dump({{"error", {{"message", e.message}, {"type", e.type}, {"param", param}, {"code", e.code}}}});
 }
 
 }  // namespace llmd::http

@@ -5,9 +5,11 @@
 #define LLMD_HTTP_OPENAI_OPENAI_RENDER_H_
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "engine/types.h"
+#include "http/api_error.h"
 #include "http/reply_deltas.h"
 
 namespace llmd::http {
@@ -27,6 +29,8 @@ nlohmann::json OpenAiUsage(const engine::GenerationStats& stats);
 // The legacy completions shape: {tokens, token_logprobs, top_logprobs, text_offset}, offsets
 // counted from `offset` (bytes of text before these tokens).
 nlohmann::json CompletionLogprobs(const std::vector<engine::TokenLogprob>& tokens, size_t offset);
+// OpenAI's error body: {"error":{"message","type","param","code"}} (the Responses API's too).
+std::string OpenAiErrorBody(const ApiError& error);
 
 }  // namespace llmd::http
 

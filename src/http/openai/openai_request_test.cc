@@ -11,6 +11,7 @@
 
 #include "http/generation.h"
 #include "http/json_reply.h"
+#include "http/openai/openai_render.h"
 #include "http/api_error.h"
 
 namespace llmd::http {
@@ -196,7 +197,7 @@ TEST(OpenAiRequest, DefaultsWithoutTheNewFields) {
   EXPECT_EQ(r->n, 1u);
   EXPECT_EQ(r->top_logprobs, -1);
   EXPECT_TRUE(r->logit_bias.empty());
-  EXPECT_TRUE(r->format.tools_json.empty());
+  EXPECT_TRUE(r->format.tools.empty());
   EXPECT_EQ(r->format.tool_choice, engine::ToolChoice::kAuto);
   EXPECT_TRUE(r->format.tool_name.empty());
   EXPECT_TRUE(r->format.parallel_tool_calls);
@@ -217,8 +218,16 @@ std::string WithTools(const std::string& extra) {
 TEST(OpenAiRequest, ToolsAndEveryToolChoiceLandInTheFormat) {
   auto plain = ParseChatRequest(WithTools(""));
   ASSERT_TRUE(plain.has_value()) << plain.error().ToString();
-  // The array's JSON text, as the template takes it.
-  EXPECT_EQ(nlohmann::json::parse(plain->format.tools_json), nlohmann::json::parse(kTools));
+  // Each tool's name, description and schema (JSON text; "" where none was sent).
+  const auto& tools = plain->format.tools;
+  ASSERT_EQ(tools.size(), 2u);
+  EXPECT_EQ(tools[0].name, "get_weather");
+  EXPECT_EQ(tools[0].description, "Weather now");
+  EXPECT_EQ(nlohmann::json::parse(tools[0].parameters),
+            nlohmann::json::parse(kTools)[0]["function"]["parameters"]);
+  EXPECT_EQ(tools[1].name, "now");
+  EXPECT_EQ(tools[1].description, "");
+  EXPECT_EQ(tools[1].parameters, "");
   EXPECT_EQ(plain->format.tool_choice, engine::ToolChoice::kAuto);
   EXPECT_TRUE(plain->format.parallel_tool_calls);
   EXPECT_FALSE(plain->format.plain());
@@ -239,7 +248,7 @@ TEST(OpenAiRequest, ToolsAndEveryToolChoiceLandInTheFormat) {
     ASSERT_TRUE(r.has_value()) << c.json << ": " << r.error().ToString();
     EXPECT_EQ(r->format.tool_choice, c.want) << c.json;
     EXPECT_EQ(r->format.tool_name, c.name) << c.json;
-    EXPECT_FALSE(r->format.tools_json.empty()) << c.json;
+    EXPECT_FALSE(r->format.tools.empty()) << c.json;
   }
 
   auto serial = ParseChatRequest(WithTools(R"(,"parallel_tool_calls":false)"));
@@ -251,7 +260,7 @@ TEST(OpenAiRequest, ToolsAndEveryToolChoiceLandInTheFormat) {
                            R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto","tools":[]})"}) {
     auto r = ParseChatRequest(body);
     ASSERT_TRUE(r.has_value()) << body << ": " << r.error().ToString();
-    EXPECT_TRUE(r->format.tools_json.empty()) << body;
+    EXPECT_TRUE(r->format.tools.empty()) << body;
   }
 }
 
@@ -262,7 +271,7 @@ TEST(OpenAiRequest, ANamedToolChoiceMustBeOneOfTheTools) {
   // A 400 in OpenAI's shape, its param the field at fault.
   const ApiError e = ApiErrorOf(r.error());
   EXPECT_EQ(e.status, 400);
-  const auto body = nlohmann::json::parse(ErrorBody(e, ErrorShape::kOpenAi));
+  const auto body = nlohmann::json::parse(OpenAiErrorBody(e));
   EXPECT_EQ(body["error"]["type"], "invalid_request_error") << body;
   EXPECT_EQ(body["error"]["param"], "tool_choice") << body;
   EXPECT_EQ(body["error"]["message"], r.error().message()) << body;

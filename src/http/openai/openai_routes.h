@@ -1,61 +1,42 @@
-// OpenAiRoutes: the OpenAI-compatible API on top of the engine workers: /v1/chat/completions,
-// /v1/completions, /v1/responses (all three with SSE streaming), /v1/embeddings, /v1/models, llama-server's
-// /tokenize and /detokenize, /health and /metrics. Errors are
-// OpenAI error JSON with the matching HTTP status.
+// OpenAiRoutes: the OpenAI-compatible API's front end: /v1/chat/completions and
+// /v1/completions (one object or an SSE stream: OpenAiSink), /v1/embeddings, /v1/models, and
+// llama-server's /tokenize and /detokenize. Errors are OpenAI's error JSON. It is the default
+// front end: it claims every /v1/ path another front end does not, so an unknown /v1/ path is
+// OpenAI's 404.
 //
-// Unix socket peers were already admitted by their credentials. TCP peers must send an
-// allowed Host header (against DNS rebinding) and, except for /health, the API key as
-// "Authorization: Bearer KEY" (compared in constant time). No CORS headers are ever sent.
-//
-// Thread-safety: Handle may run on many connection threads at once. Lifetime: `ctx` must
+// Thread-safety: Handle may run on many connection threads at once. Lifetime: `state` must
 // outlive this.
 #ifndef LLMD_HTTP_OPENAI_OPENAI_ROUTES_H_
 #define LLMD_HTTP_OPENAI_OPENAI_ROUTES_H_
 
-#include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
+#include <string_view>
 
-#include "http/http_server.h"
-#include "http/openai/openai_request.h"
+#include "http/front_end.h"
+#include "http/openai/openai_render.h"
 #include "sched/server_state.h"
 
 namespace llmd::http {
 
-struct ApiOptions {
-  std::string api_key;                     // required from TCP peers; empty: TCP is refused
-  std::vector<std::string> allowed_hosts;  // Host header values TCP peers may send
-  int64_t started_unix = 0;                // "created" of the models in /v1/models
-};
-
-class AnthropicRoutes;
-class OllamaRoutes;
-
-class OpenAiRoutes {
+class OpenAiRoutes final : public FrontEnd {
  public:
-  OpenAiRoutes(sched::ServerState& ctx, ApiOptions options);
-  ~OpenAiRoutes();
-  void Handle(const Request& request, Responder& out);
+  OpenAiRoutes(sched::ServerState& state, const ApiOptions& options);
+
+  const char* name() const override { return "openai"; }
+  bool Claims(std::string_view path) const override;
+  std::string ErrorBody(const ApiError& error) const override { return OpenAiErrorBody(error); }
+  int Handle(const Request& request, Responder& out) override;
 
  private:
-  // Each returns the HTTP status it sent, 0 when the client left first.
-  int Route(const Request& request, Responder& out);
   int Generate(const Request& request, Responder& out, bool chat);
-  int Tokenizer(const Request& request, Responder& out, bool tokenize);
+  int Tokenize(const Request& request, Responder& out);
+  int Detokenize(const Request& request, Responder& out);
   int Embeddings(const Request& request, Responder& out);
-  int Responses(const Request& request, Responder& out);
-  struct ChoiceState;
+  int Models(Responder& out);
 
-  sched::ServerState& ctx_;
-  const ApiOptions options_;
-  // The other APIs on the same sockets (/api/*, /v1/messages*), after the shared checks.
-  std::unique_ptr<AnthropicRoutes> anthropic_;
-  std::unique_ptr<OllamaRoutes> ollama_;
+  sched::ServerState& state_;
+  const int64_t started_unix_;
 };
-
-// Constant-time comparison (its time depends only on the length of `given`).
-bool ConstantTimeEquals(const std::string& given, const std::string& expected);
 
 }  // namespace llmd::http
 

@@ -44,7 +44,7 @@ struct ResponsesRequest : GenerationRequest {
 
 // Reads `input` (a string: one user turn; or items), `instructions` (a system message
 // first), `model`, `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function
-// tools, into the chat shape in format.tools_json), `tool_choice`, `parallel_tool_calls`,
+// tools, into format.tools), `tool_choice`, `parallel_tool_calls`,
 // `text.format` (json_object and json_schema into format.json_schema), `reasoning.effort`
 // (none/minimal: thinking off; low and up: on), and `top_logprobs` with
 // include:["message.output_text.logprobs"] (refused with tools or reasoning, as logprobs

@@ -75,10 +75,14 @@ TEST(ResponsesRequest, ParsesEveryField) {
   EXPECT_TRUE(r.stream);
   EXPECT_EQ(r.enable_thinking, true);
   EXPECT_EQ(r.top_logprobs, -1);
-  EXPECT_EQ(json::parse(r.format.tools_json), json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "description": "weather now",
-      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
-    {"type": "function", "function": {"name": "get_time"}}])"));
+  ASSERT_EQ(r.format.tools.size(), 2u);
+  EXPECT_EQ(r.format.tools[0].name, "get_weather");
+  EXPECT_EQ(r.format.tools[0].description, "weather now");
+  EXPECT_EQ(json::parse(r.format.tools[0].parameters),
+            json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})"));
+  EXPECT_EQ(r.format.tools[1].name, "get_time");
+  EXPECT_EQ(r.format.tools[1].description, "");
+  EXPECT_EQ(r.format.tools[1].parameters, "");
   EXPECT_EQ(r.format.tool_choice, engine::ToolChoice::kNamed);
   EXPECT_EQ(r.format.tool_name, "get_weather");
   EXPECT_FALSE(r.format.parallel_tool_calls);
@@ -169,7 +173,7 @@ TEST(ResponsesRequest, ToolChoiceStrings) {
   EXPECT_EQ(Parse(R"({"input":"x",)" + tools + R"(,"tool_choice":"required"})").format.tool_choice,
             engine::ToolChoice::kRequired);
   EXPECT_EQ(Parse(R"({"input":"x","tool_choice":"none"})").format.tool_choice, engine::ToolChoice::kNone);
-  EXPECT_TRUE(Parse(R"({"input":"x","tools":[]})").format.tools_json.empty());
+  EXPECT_TRUE(Parse(R"({"input":"x","tools":[]})").format.tools.empty());
 }
 
 TEST(ResponsesRequest, AToolChoiceNoToolSatisfiesIsRefusedWithItsParam) {

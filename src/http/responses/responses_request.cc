@@ -381,7 +381,7 @@ Status ReadInclude(const json& j, ResponsesRequest* r, ordered* echo) {
   LLMD_RETURN_IF_ERROR(ReadInteger(j, "top_logprobs", 0, kMaxTopLogprobs, &top));
   (*echo)["top_logprobs"] = top.value_or(0);
   if (!logprobs) return Status::Ok();
-  if (!r->format.tools_json.empty()) {
+  if (!r->format.tools.empty()) {
     return InvalidArgumentError("'include' message.output_text.logprobs cannot be used with 'tools' in llmd");
   }
   if (r->enable_thinking.value_or(false)) {

@@ -1,0 +1,53 @@
+// AnthropicSink: the wire side of /v1/messages: the Message object, or its SSE events
+// (AnthropicStream: message_start, the content blocks' events, message_delta, message_stop).
+// The first piece begins the stream, even one a partial parse holds back. An error after the
+// stream began is an "error" event. A reply the guard refused stops with "refusal" and the
+// guard's words.
+//
+// Thread-safety: as ReplySink.
+#ifndef LLMD_HTTP_ANTHROPIC_ANTHROPIC_SINK_H_
+#define LLMD_HTTP_ANTHROPIC_ANTHROPIC_SINK_H_
+
+#include <vector>
+
+#include "http/anthropic/anthropic_api.h"
+#include "http/exchange.h"
+#include "http/sse_writer.h"
+
+namespace llmd::http {
+
+class AnthropicSink final : public ReplySink {
+ public:
+  AnthropicSink(Responder& out, MessageContext context, bool stream);
+
+  bool Piece(const ReplyPiece& piece) override;
+  int Finish(ExchangeEnd& end) override;
+  int Fail(const ApiError& error) override;
+
+ private:
+  bool Write(const std::vector<SseEvent>& events);  // begins the stream first if not yet
+
+  Responder& out_;
+  SseWriter sse_;
+  const MessageContext ctx_;
+  const bool stream_;
+  AnthropicStream events_;
+  bool streaming_ = false;  // the 200 head is out: errors now go in the stream
+  bool stream_ok_ = true;
+};
+
+// count_tokens' answer: {"input_tokens": N}, the prompt's tokens.
+class TokenCountSink final : public ReplySink {
+ public:
+  explicit TokenCountSink(Responder& out) : out_(out) {}
+  bool Piece(const ReplyPiece& /*piece*/) override { return true; }  // nothing is generated
+  int Finish(ExchangeEnd& end) override;
+  int Fail(const ApiError& error) override;
+
+ private:
+  Responder& out_;
+};
+
+}  // namespace llmd::http
+
+#endif  // LLMD_HTTP_ANTHROPIC_ANTHROPIC_SINK_H_

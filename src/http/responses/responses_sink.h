@@ -1,0 +1,40 @@
+// ResponsesSink: the wire side of /v1/responses: the Response object, or its SSE events
+// (ResponsesStream: response.created, the output items' events, response.completed or
+// response.incomplete). An error after the stream began is an "error" event and
+// response.failed. A reply the guard refused is "incomplete" (content_filter).
+//
+// Thread-safety: as ReplySink.
+#ifndef LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_
+#define LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_
+
+#include <vector>
+
+#include "http/exchange.h"
+#include "http/responses/responses_api.h"
+#include "http/sse_writer.h"
+
+namespace llmd::http {
+
+class ResponsesSink final : public ReplySink {
+ public:
+  ResponsesSink(Responder& out, ResponseContext context, bool stream);
+
+  bool Piece(const ReplyPiece& piece) override;
+  int Finish(ExchangeEnd& end) override;
+  int Fail(const ApiError& error) override;
+
+ private:
+  bool Begin();  // the 200 head and the opening events, once
+  bool Send(const std::vector<SseEvent>& events);
+
+  Responder& out_;
+  SseWriter sse_;
+  const ResponseContext ctx_;
+  const bool stream_;
+  ResponsesStream events_;
+  bool streaming_ = false;  // the 200 head is out: errors now go in the stream
+};
+
+}  // namespace llmd::http
+
+#endif  // LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_

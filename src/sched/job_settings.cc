@@ -1,0 +1,26 @@
+#include "sched/job_settings.h"
+
+#include <algorithm>
+
+namespace llmd::sched {
+
+void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonConfig& c, Job* job) {
+  job->sanitize = c.content_safety_check;
+  job->options.max_tokens = static_cast<int32_t>(std::min(s.max_tokens.value_or(c.max_new_tokens), c.max_new_tokens));
+  engine::SamplingParams& p = job->options.sampling;
+  p = c.sampling;
+  if (s.temperature) p.temperature = *s.temperature;
+  if (s.top_p) p.top_p = *s.top_p;
+  if (s.top_k) p.top_k = *s.top_k;
+  if (s.repeat_penalty) p.repeat_penalty = *s.repeat_penalty;
+  if (s.presence_penalty) p.presence_penalty = *s.presence_penalty;
+  if (s.frequency_penalty) p.frequency_penalty = *s.frequency_penalty;
+  if (s.seed) p.seed = *s.seed;
+  // A request may draft less than the server's draft_max, never more (as max_tokens is capped).
+  if (s.draft_max) {
+    job->options.draft_max =
+        static_cast<int32_t>(std::min<uint32_t>(*s.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
+  }
+}
+
+}  // namespace llmd::sched

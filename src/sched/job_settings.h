@@ -1,0 +1,33 @@
+// GenerationSettings: what every front end lets a request set about its generation, whatever
+// its wire format (the native protocol's params, each HTTP API's fields), and the one place
+// the server's defaults and caps are applied to them: max_tokens no more than max_new_tokens,
+// draft_max no more than the server's, sampling the configured defaults with the request's
+// overrides, input sanitizing as configured.
+#ifndef LLMD_SCHED_JOB_SETTINGS_H_
+#define LLMD_SCHED_JOB_SETTINGS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "config/config.h"
+#include "sched/job.h"
+
+namespace llmd::sched {
+
+struct GenerationSettings {
+  std::optional<uint32_t> max_tokens;  // none: max_new_tokens
+  std::optional<float> temperature, top_p, repeat_penalty, presence_penalty, frequency_penalty;
+  std::optional<int32_t> top_k;
+  std::optional<uint32_t> seed;
+  // At most this many tokens drafted per step (0: no speculative decoding for this request);
+  // none: the server's draft_max.
+  std::optional<uint32_t> draft_max;
+};
+
+// Sets `job`'s options (max_tokens, sampling, draft_max) and sanitize from `settings` and
+// `config`. The caller checks the result with job->options.sampling.Validate().
+void ApplyGenerationSettings(const GenerationSettings& settings, const config::DaemonConfig& config, Job* job);
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_JOB_SETTINGS_H_
