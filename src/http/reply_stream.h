@@ -14,14 +14,9 @@
 #include "engine/types.h"
 #include "http/block_stream.h"
 #include "http/reply_deltas.h"
+#include "http/sse_writer.h"
 
 namespace llmd::http {
-
-// One server-sent event: "event: NAME\ndata: DATA\n\n".
-struct SseEvent {
-  std::string event;  // the event's name, the same as its data's "type"
-  std::string data;   // JSON text with "type"
-};
 
 class ReplyStream : public BlockEvents {
  public:

@@ -29,4 +29,16 @@ bool SseWriter::Done() { return Event("[DONE]") && responder_.EndStream(); }
 
 bool SseWriter::End() { return responder_.EndStream(); }
 
+bool SseEventWriter::Write(const std::vector<SseEvent>& events) {
+  if (!started_) {
+    started_ = true;
+    ok_ = sse_.Begin();
+  }
+  for (const SseEvent& e : events) {
+    if (!ok_) break;
+    ok_ = sse_.Event(e.event, e.data);
+  }
+  return ok_;
+}
+
 }  // namespace llmd::http

@@ -6,11 +6,19 @@
 #ifndef LLMD_HTTP_SSE_WRITER_H_
 #define LLMD_HTTP_SSE_WRITER_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/http_server.h"
 
 namespace llmd::http {
+
+// One server-sent event: "event: NAME\ndata: DATA\n\n".
+struct SseEvent {
+  std::string event;  // the event's name, the same as its data's "type"
+  std::string data;   // JSON text with "type"
+};
 
 class SseWriter {
  public:
@@ -29,6 +37,22 @@ class SseWriter {
 
  private:
   Responder& responder_;
+};
+
+// The wire side of a stream of named events (a ReplyStream's): the 200 head goes out with the
+// first write, so an error found before any event is still an HTTP status.
+class SseEventWriter {
+ public:
+  explicit SseEventWriter(Responder& responder) : sse_(responder) {}
+  // Begins the stream if not yet, then writes `events`; false once the client is gone.
+  bool Write(const std::vector<SseEvent>& events);
+  bool started() const { return started_; }
+  bool End() { return sse_.End(); }
+
+ private:
+  SseWriter sse_;
+  bool started_ = false;
+  bool ok_ = true;
 };
 
 }  // namespace llmd::http

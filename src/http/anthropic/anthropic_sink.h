@@ -8,8 +8,6 @@
 #ifndef LLMD_HTTP_ANTHROPIC_ANTHROPIC_SINK_H_
 #define LLMD_HTTP_ANTHROPIC_ANTHROPIC_SINK_H_
 
-#include <vector>
-
 #include "http/anthropic/anthropic_api.h"
 #include "http/exchange.h"
 #include "http/sse_writer.h"
@@ -25,15 +23,11 @@ class AnthropicSink final : public ReplySink {
   int Fail(const ApiError& error) override;
 
  private:
-  bool Write(const std::vector<SseEvent>& events);  // begins the stream first if not yet
-
   Responder& out_;
-  SseWriter sse_;
+  SseEventWriter writer_;
   const MessageContext ctx_;
   const bool stream_;
   AnthropicStream events_;
-  bool streaming_ = false;  // the 200 head is out: errors now go in the stream
-  bool stream_ok_ = true;
 };
 
 // count_tokens' answer: {"input_tokens": N}, the prompt's tokens.

@@ -8,22 +8,10 @@
 namespace llmd::http {
 
 ResponsesSink::ResponsesSink(Responder& out, ResponseContext context, bool stream)
-    : out_(out), sse_(out), ctx_(context), stream_(stream), events_(std::move(context)) {}
+    : out_(out), writer_(out), ctx_(context), stream_(stream), events_(std::move(context)) {}
 
-bool ResponsesSink::Send(const std::vector<SseEvent>& events) {
-  for (const SseEvent& e : events) {
-    if (!sse_.Event(e.event, e.data)) return false;
-  }
-  return true;
-}
-
-bool ResponsesSink::Begin() {
-  if (streaming_) return true;
-  streaming_ = true;
-  return sse_.Begin() && Send(events_.Begin());
-}
-
-bool ResponsesSink::Piece(const ReplyPiece& piece) { return Begin() && Send(events_.Next(piece.delta)); }
+// The opening events go out with the first piece (ResponsesStream::Next adds them).
+bool ResponsesSink::Piece(const ReplyPiece& piece) { return writer_.Write(events_.Next(piece.delta)); }
 
 int ResponsesSink::Finish(ExchangeEnd& end) {
   ChoiceEnd& reply = end.choices.front();
@@ -34,14 +22,14 @@ int ResponsesSink::Finish(ExchangeEnd& end) {
                ? 200
                : 0;
   }
-  if (!Begin() || !Send(events_.Finish(reply.final.reply, stats, status, reply.completion.logprobs))) return 0;
-  return sse_.End() ? 200 : 0;
+  if (!writer_.Write(events_.Finish(reply.final.reply, stats, status, reply.completion.logprobs))) return 0;
+  return writer_.End() ? 200 : 0;
 }
 
 int ResponsesSink::Fail(const ApiError& e) {
-  if (!streaming_) return SendError(out_, e, OpenAiErrorBody);
-  Send(events_.Fail(e.code, e.message));
-  sse_.End();
+  if (!writer_.started()) return SendError(out_, e, OpenAiErrorBody);
+  writer_.Write(events_.Fail(e.code, e.message));
+  writer_.End();
   return e.status;
 }
 

@@ -7,8 +7,6 @@
 #ifndef LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_
 #define LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_
 
-#include <vector>
-
 #include "http/exchange.h"
 #include "http/responses/responses_api.h"
 #include "http/sse_writer.h"
@@ -24,15 +22,11 @@ class ResponsesSink final : public ReplySink {
   int Fail(const ApiError& error) override;
 
  private:
-  bool Begin();  // the 200 head and the opening events, once
-  bool Send(const std::vector<SseEvent>& events);
-
   Responder& out_;
-  SseWriter sse_;
+  SseEventWriter writer_;
   const ResponseContext ctx_;
   const bool stream_;
   ResponsesStream events_;
-  bool streaming_ = false;  // the 200 head is out: errors now go in the stream
 };
 
 }  // namespace llmd::http
