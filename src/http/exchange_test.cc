@@ -10,69 +10,19 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "http/anthropic/anthropic_sink.h"
 #include "http/ollama/ollama_sink.h"
 #include "http/openai/openai_sink.h"
 #include "http/responses/responses_sink.h"
+#include "http/recording_responder.h"
 #include "http/toy_reply_parser.h"
 
 namespace llmd::http {
 namespace {
 
 using nlohmann::json;
-
-// A Responder that keeps what was sent, and runs StartThread tasks on threads it joins.
-class RecordingResponder final : public Responder {
- public:
-  explicit RecordingResponder(bool threads = true) : threads_(threads) {}
-  ~RecordingResponder() override {
-    for (auto& t : started_) t.join();
-  }
-  bool Send(int status, std::string_view type, std::string_view body, const Headers& /*extra*/) override {
-    status_ = status;
-    type_ = type;
-    body_ = body;
-    return true;
-  }
-  bool BeginStream(int status, std::string_view type, const Headers& /*extra*/) override {
-    status_ = status;
-    type_ = type;
-    return true;
-  }
-  bool WriteChunk(std::string_view data) override {
-    body_ += data;
-    return !stop_reading_after_first_chunk_ || ++chunks_ < 2;
-  }
-  bool EndStream() override {
-    ended_ = true;
-    return true;
-  }
-  int fd() const override { return -1; }
-  bool StartThread(const std::function<void()>& task) override {
-    if (!threads_) return false;
-    started_.emplace_back(task);
-    return true;
-  }
-
-  int status() const { return status_; }
-  const std::string& type() const { return type_; }
-  const std::string& body() const { return body_; }
-  bool ended() const { return ended_; }
-  size_t threads_started() const { return started_.size(); }
-  void StopReadingAfterFirstChunk() { stop_reading_after_first_chunk_ = true; }
-
- private:
-  const bool threads_;
-  std::vector<std::thread> started_;
-  int status_ = 0;
-  std::string type_, body_;
-  bool ended_ = false;
-  bool stop_reading_after_first_chunk_ = false;
-  int chunks_ = 0;
-};
 
 // What the scripted runner does with each request: stream `pieces` (with `parser`), then end
 // as `outcome` says, the completion's text the pieces joined.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "http/generation.h"
+#include "http/recording_responder.h"
 #include "http/sse_writer.h"
 
 namespace llmd::http {
@@ -745,23 +746,6 @@ TEST(AnthropicStream, BrokenUtf8FromTheModelIsReplacedNotThrown) {
 }
 
 // What the stream's events look like on the wire.
-class RecordingResponder : public Responder {
- public:
-  bool Send(int, std::string_view, std::string_view, const Headers&) override { return true; }
-  bool BeginStream(int, std::string_view, const Headers&) override { return true; }
-  bool WriteChunk(std::string_view data) override {
-    body += data;
-    return true;
-  }
-  bool EndStream() override {
-    ended = true;
-    return true;
-  }
-  int fd() const override { return -1; }
-  std::string body;
-  bool ended = false;
-};
-
 TEST(AnthropicStream, EventsGoOutNamedAndWithoutDone) {
   RecordingResponder out;
   SseWriter sse(out);
@@ -769,11 +753,11 @@ TEST(AnthropicStream, EventsGoOutNamedAndWithoutDone) {
   for (const SseEvent& e : stream.Begin()) ASSERT_TRUE(sse.Event(e.event, e.data));
   for (const SseEvent& e : stream.Finish({"hi", "", {}}, End())) ASSERT_TRUE(sse.Event(e.event, e.data));
   ASSERT_TRUE(sse.End());
-  EXPECT_TRUE(out.ended);
-  EXPECT_EQ(out.body.rfind("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{", 0), 0u) << out.body;
-  EXPECT_NE(out.body.find("\n\nevent: content_block_start\ndata: {"), std::string::npos);
-  EXPECT_NE(out.body.find("\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), std::string::npos);
-  EXPECT_EQ(out.body.find("[DONE]"), std::string::npos);
+  EXPECT_TRUE(out.ended());
+  EXPECT_EQ(out.body().rfind("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{", 0), 0u) << out.body();
+  EXPECT_NE(out.body().find("\n\nevent: content_block_start\ndata: {"), std::string::npos);
+  EXPECT_NE(out.body().find("\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), std::string::npos);
+  EXPECT_EQ(out.body().find("[DONE]"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "http/api_error.h"
+#include "http/recording_responder.h"
 #include "http/sse_writer.h"
 
 #include <nlohmann/json.hpp>
@@ -644,34 +645,17 @@ TEST(ResponsesStream, BrokenUtf8FromTheModelIsReplacedNotThrown) {
 }
 
 // What the stream's events look like on the wire.
-class RecordingResponder : public Responder {
- public:
-  bool Send(int, std::string_view, std::string_view, const Headers&) override { return true; }
-  bool BeginStream(int, std::string_view, const Headers&) override { return true; }
-  bool WriteChunk(std::string_view data) override {
-    body += data;
-    return true;
-  }
-  bool EndStream() override {
-    ended = true;
-    return true;
-  }
-  int fd() const override { return -1; }
-  std::string body;
-  bool ended = false;
-};
-
 TEST(ResponsesStream, EventsGoOutNamedAndWithoutDone) {
   RecordingResponder out;
   SseWriter sse(out);
   ResponsesStream stream(Context());
   for (const SseEvent& e : stream.Begin()) ASSERT_TRUE(sse.Event(e.event, e.data));
   ASSERT_TRUE(sse.End());
-  EXPECT_TRUE(out.ended);
-  EXPECT_EQ(out.body.rfind("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,", 0), 0u)
-      << out.body;
-  EXPECT_NE(out.body.find("\n\nevent: response.in_progress\ndata: {"), std::string::npos);
-  EXPECT_EQ(out.body.find("[DONE]"), std::string::npos);
+  EXPECT_TRUE(out.ended());
+  EXPECT_EQ(out.body().rfind("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,", 0), 0u)
+      << out.body();
+  EXPECT_NE(out.body().find("\n\nevent: response.in_progress\ndata: {"), std::string::npos);
+  EXPECT_EQ(out.body().find("[DONE]"), std::string::npos);
 }
 
 }  // namespace
