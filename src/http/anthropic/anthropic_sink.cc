@@ -6,11 +6,6 @@
 
 namespace llmd::http {
 
-AnthropicSink::AnthropicSink(Responder& out, MessageContext context, bool stream)
-    : out_(out), writer_(out), ctx_(context), stream_(stream), events_(std::move(context)) {}
-
-bool AnthropicSink::Piece(const ReplyPiece& piece) { return writer_.Write(events_.Next(piece.delta)); }
-
 int AnthropicSink::Finish(ExchangeEnd& end) {
   ChoiceEnd& reply = end.choices.front();
   MessageEnd message_end = MessageEndFor(reply.completion.stats, reply.final.tool_calls, end.max_tokens,

@@ -10,24 +10,16 @@
 
 #include "http/anthropic/anthropic_api.h"
 #include "http/exchange.h"
-#include "http/sse_writer.h"
+#include "http/reply_stream_sink.h"
 
 namespace llmd::http {
 
-class AnthropicSink final : public ReplySink {
+class AnthropicSink final : public ReplyStreamSink<AnthropicStream, MessageContext> {
  public:
-  AnthropicSink(Responder& out, MessageContext context, bool stream);
+  using ReplyStreamSink::ReplyStreamSink;
 
-  bool Piece(const ReplyPiece& piece) override;
   int Finish(ExchangeEnd& end) override;
   int Fail(const ApiError& error) override;
-
- private:
-  Responder& out_;
-  SseEventWriter writer_;
-  const MessageContext ctx_;
-  const bool stream_;
-  AnthropicStream events_;
 };
 
 // count_tokens' answer: {"input_tokens": N}, the prompt's tokens.

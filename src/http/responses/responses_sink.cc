@@ -7,12 +7,6 @@
 
 namespace llmd::http {
 
-ResponsesSink::ResponsesSink(Responder& out, ResponseContext context, bool stream)
-    : out_(out), writer_(out), ctx_(context), stream_(stream), events_(std::move(context)) {}
-
-// The opening events go out with the first piece (ResponsesStream::Next adds them).
-bool ResponsesSink::Piece(const ReplyPiece& piece) { return writer_.Write(events_.Next(piece.delta)); }
-
 int ResponsesSink::Finish(ExchangeEnd& end) {
   ChoiceEnd& reply = end.choices.front();
   const engine::GenerationStats& stats = reply.completion.stats;

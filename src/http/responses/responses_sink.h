@@ -8,25 +8,18 @@
 #define LLMD_HTTP_RESPONSES_RESPONSES_SINK_H_
 
 #include "http/exchange.h"
+#include "http/reply_stream_sink.h"
 #include "http/responses/responses_api.h"
-#include "http/sse_writer.h"
 
 namespace llmd::http {
 
-class ResponsesSink final : public ReplySink {
+// The opening events go out with the first piece (ResponsesStream::Next adds them).
+class ResponsesSink final : public ReplyStreamSink<ResponsesStream, ResponseContext> {
  public:
-  ResponsesSink(Responder& out, ResponseContext context, bool stream);
+  using ReplyStreamSink::ReplyStreamSink;
 
-  bool Piece(const ReplyPiece& piece) override;
   int Finish(ExchangeEnd& end) override;
   int Fail(const ApiError& error) override;
-
- private:
-  Responder& out_;
-  SseEventWriter writer_;
-  const ResponseContext ctx_;
-  const bool stream_;
-  ResponsesStream events_;
 };
 
 }  // namespace llmd::http
