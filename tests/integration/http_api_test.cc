@@ -336,13 +336,24 @@ TEST(HttpApiLimits, Item26_LowMemoryRefusesNewWorkClearly) {
 TEST(HttpApiLimits, BusyWhenTheQueueIsFull) {
   HttpDaemon d({"--parallel", "1", "--queue-depth", "1", "--max-new-tokens", "4096", "--rate-limit", "100000"});
   ASSERT_TRUE(d.process().ready());
-  const std::string body = ChatBody("Write a very long story.", 4000, {{"temperature", 1}});
+  // ignore_eos: each request runs its 4,000 tokens, so the queue stays full while the test looks.
+  const std::string body = ChatBody("Write a very long story.", 4000, {{"temperature", 1}, {"ignore_eos", true}});
+  // Two requests: one runs in the only slot, the other waits in the queue of one. Once /metrics
+  // shows it waiting, a third is refused, whatever the machine's speed.
+  std::vector<int> statuses(2);
   std::vector<std::thread> load;
-  std::vector<int> statuses(6);
-  for (int i = 0; i < 6; ++i) load.emplace_back([&, i] { statuses[i] = d.Unix("POST", "/v1/chat/completions", body).status; });
+  for (int i = 0; i < 2; ++i) load.emplace_back([&, i] { statuses[i] = d.Unix("POST", "/v1/chat/completions", body).status; });
+  const bool queued = WaitFor([&] {
+    return d.Unix("GET", "/metrics").body.find("llmd_queue_depth{model=\"tiny-q8_0\"} 1\n") != std::string::npos;
+  });
+  EXPECT_TRUE(queued) << "the second request never waited in the queue";
+  const auto third = d.Unix("POST", "/v1/chat/completions", body);
   for (auto& t : load) t.join();
-  EXPECT_NE(std::count(statuses.begin(), statuses.end(), 503), 0) << "one running + one queued; the rest are 503";
-  EXPECT_NE(std::count(statuses.begin(), statuses.end(), 200), 0);
+  if (queued) {
+    EXPECT_EQ(third.status, 503) << third.body;
+    EXPECT_NE(third.body.find("\"server_busy\""), std::string::npos) << third.body;
+  }
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << "the running and the queued request are both served";
 }
 
 // One GET /health over the Unix socket at `sock`, in-process (no curl to start, so the first
