@@ -337,10 +337,10 @@ class Handler {
       }
       case sched::RunOutcome::Kind::kDone: break;
     }
-    return Finish(outcome.completion, stream, seed, outcome.guard_ms);
+    return Finish(outcome.completion, stream, outcome.guard_ms);
   }
 
-  bool Finish(const engine::Completion& c, bool stream, bool seed, double guard_ms) {
+  bool Finish(const engine::Completion& c, bool stream, double guard_ms) {
     const auto& st = c.stats;
     Log(LogLevel::kDebug, "generated",
         {{"uid", std::to_string(peer_.uid)}, {"prompt_tokens", std::to_string(st.prompt_tokens)},
