@@ -553,6 +553,10 @@ Result<std::string> DraftModelPath(const DaemonConfig& c) {
   return InvalidArgumentError("draft_model '" + draft + "' is neither a file nor one of the models (" + names + ")");
 }
 
+bool IsEmbeddingModel(const DaemonConfig& c, const std::string& name) {
+  return std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end();
+}
+
 std::string DefaultModelName(const DaemonConfig& c) {
   if (!c.model_name.empty()) return c.model_name;
   std::string name = c.engine.model_path.substr(c.engine.model_path.find_last_of('/') + 1);

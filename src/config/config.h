@@ -109,6 +109,8 @@ std::string HttpSocketPath(const DaemonConfig& config);
 // The first model's name: model_name, else the file name of model_path without its directory
 // and ".gguf".
 std::string DefaultModelName(const DaemonConfig& config);
+// Whether the model named `name` is loaded for embeddings (embedding_models): it does not generate.
+bool IsEmbeddingModel(const DaemonConfig& config, const std::string& name);
 
 // Checks the ranges (the seed's table plus llmd's own keys).
 Status Validate(const DaemonConfig& config);

@@ -94,7 +94,7 @@ Result<config::DaemonConfig> ModelConfig(const config::DaemonConfig& c, const st
   } else {
     one.engine.speculative = engine::SpeculativeConfig();
   }
-  if (std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end()) {
+  if (config::IsEmbeddingModel(c, name)) {
     one.engine.embeddings = true;
     one.engine.sequences = 1;
   }

@@ -38,8 +38,6 @@ class ApiRouter {
   // `error` in the shape of the API `path` belongs to ("" or unknown: the default's).
   std::string ErrorBody(std::string_view path, const ApiError& error) const;
 
-  const ApiOptions& options() const { return options_; }
-
  private:
   // Returns the HTTP status sent, 0 when the client left first.
   int Route(const Request& request, Responder& out, FrontEnd& front_end, bool claimed);

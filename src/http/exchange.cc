@@ -11,10 +11,6 @@
 namespace llmd::http {
 namespace {
 
-bool IsEmbeddingModel(const std::string& name, const config::DaemonConfig& c) {
-  return std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end();
-}
-
 // One choice while it runs: its text so far, the reply's parser, the deltas already sent.
 struct Choice {
   Choice(uint32_t i, const char* id_prefix) : index(i), deltas([id_prefix] { return NewId(id_prefix); }) {}
@@ -157,7 +153,7 @@ int RunExchange(GenerationRequest request, const ExchangeOptions& options, Reply
                 const ExchangeEnv& env) {
   const config::DaemonConfig& c = *env.config;
   const std::string model = request.model.value_or(env.default_model);
-  if (IsEmbeddingModel(model, c)) {
+  if (config::IsEmbeddingModel(c, model)) {
     return sink.Fail(ApiErrorOf(InvalidArgumentError(
         "model '" + model + "' is loaded for embeddings (embedding_models); it does not generate")));
   }

@@ -27,11 +27,6 @@ int64_t NanosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-bool IsEmbedder(const std::string& name, const config::DaemonConfig& c) {
-  return std::find(c.embedding_models.begin(), c.embedding_models.end(), name) !=
-         c.embedding_models.end();
-}
-
 // The model-management endpoints: llmd serves what its config names.
 bool IsManagement(const std::string& path) {
   return path == "/api/pull" || path == "/api/push" || path == "/api/create" ||
@@ -116,7 +111,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   if (!model) return Fail(out, UnknownModel(r.gen.model.value_or(""), ctx_));
   r.gen.model = *model;
   OllamaReplyContext context{chat, *model, Rfc3339Nanos(std::chrono::system_clock::now())};
-  if (r.load_only && !IsEmbedder(*model, *config)) {
+  if (r.load_only && !config::IsEmbeddingModel(*config, *model)) {
     // Ollama's load and unload requests: keep_alive 0 frees the working memory now.
     if (r.keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*r.keep_alive_ms);
     const bool unload = r.keep_alive_ms == 0;
@@ -134,7 +129,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
   if (!parsed.has_value()) return Fail(out, parsed.error());
   const std::optional<std::string> model = Resolve(parsed->model);
   if (!model) return Fail(out, UnknownModel(parsed->model.value_or(""), ctx_));
-  if (!IsEmbedder(*model, *config)) {
+  if (!config::IsEmbeddingModel(*config, *model)) {
     return Fail(out, InvalidArgumentError("model '" + *model +
                                           "' is not loaded for embeddings; name it in embedding_models in the config"));
   }
@@ -176,7 +171,7 @@ int OllamaRoutes::List(Responder& out, bool running) {
 OllamaModel OllamaRoutes::Describe(const std::string& name, const config::DaemonConfig& c) {
   OllamaModel m;
   m.name = name;
-  m.embeddings = IsEmbedder(name, c);
+  m.embeddings = config::IsEmbeddingModel(c, name);
   m.context_length = c.engine.context_tokens;
   // The file: the first model is model_path, the others are named in `models`.
   const auto& models = ctx_.models();
