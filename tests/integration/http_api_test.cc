@@ -338,14 +338,18 @@ TEST(HttpApiLimits, BusyWhenTheQueueIsFull) {
   ASSERT_TRUE(d.process().ready());
   // ignore_eos: each request runs its 4,000 tokens, so the queue stays full while the test looks.
   const std::string body = ChatBody("Write a very long story.", 4000, {{"temperature", 1}, {"ignore_eos", true}});
-  // Two requests: one runs in the only slot, the other waits in the queue of one. Once /metrics
-  // shows it waiting, a third is refused, whatever the machine's speed.
+  // One request runs in the only slot; once /metrics shows it generating, a second waits in the
+  // queue of one; once it shows that, a third is refused, whatever the machine's speed.
   std::vector<int> statuses(2);
   std::vector<std::thread> load;
-  for (int i = 0; i < 2; ++i) load.emplace_back([&, i] { statuses[i] = d.Unix("POST", "/v1/chat/completions", body).status; });
-  const bool queued = WaitFor([&] {
-    return d.Unix("GET", "/metrics").body.find("llmd_queue_depth{model=\"tiny-q8_0\"} 1\n") != std::string::npos;
-  });
+  auto metrics_show = [&](const std::string& line) {
+    return WaitFor([&] { return d.Unix("GET", "/metrics").body.find(line) != std::string::npos; });
+  };
+  load.emplace_back([&] { statuses[0] = d.Unix("POST", "/v1/chat/completions", body).status; });
+  const bool running = metrics_show("llmd_active_sequences{model=\"tiny-q8_0\"} 1\n");
+  EXPECT_TRUE(running) << "the first request never started";
+  load.emplace_back([&] { statuses[1] = d.Unix("POST", "/v1/chat/completions", body).status; });
+  const bool queued = running && metrics_show("llmd_queue_depth{model=\"tiny-q8_0\"} 1\n");
   EXPECT_TRUE(queued) << "the second request never waited in the queue";
   const auto third = d.Unix("POST", "/v1/chat/completions", body);
   for (auto& t : load) t.join();
