@@ -3,10 +3,16 @@
 // and read each job's events from its own channel, so nothing ever blocks on the engine
 // except the engine thread itself.
 //
-// Continuous batching: up to Engine::sequences() jobs run at once, one slot (KV sequence)
-// each. Every step holds the next token of every generating slot plus prompt chunks of slots
-// still prefilling (bounded by batch_tokens), so a long prompt never stalls running streams
-// and new jobs join between steps. It is one decode call, or on recurrent memory one call per
+// Continuous batching: up to Engine::sequences() jobs hold a slot (KV sequence) each, and up
+// to decode_width of them run in a step. Every step holds the next token of every running
+// slot plus prompt chunks of slots still prefilling (bounded by batch_tokens), so a long
+// prompt never stalls running streams and new jobs join between steps.
+//
+// Request classes: the queue (JobQueue) hands out the higher class first, peers taking turns
+// within a class; the step policy (StepPolicy) ranks the busy slots by class and pauses what
+// does not fit the decode width. The sequences beyond the width are for a higher class: an
+// interactive job arriving while background work fills the width takes one, and a background
+// slot sits out, its memory kept in place, until there is room again. It is one decode call, or on recurrent memory one call per
 // shape, so that a prompt's arithmetic never depends on what else the step holds.
 //
 // Prefix reuse: a new job takes the free slot that lets it skip the most prompt tokens: its
@@ -33,9 +39,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -48,14 +56,25 @@
 #include "sched/checkpoint_store.h"
 #include "sched/draft_governor.h"
 #include "sched/job.h"
+#include "sched/job_queue.h"
 #include "sched/memory_guard.h"
 #include "sched/metrics.h"
+#include "sched/session_store.h"
+#include "sched/step_policy.h"
 
 namespace llmd::sched {
 
 // Fixed when the worker is built; nothing changes after its thread starts.
 struct WorkerOptions {
-  size_t queue_depth = 16;       // jobs waiting beyond the slots; more are ResourceExhausted
+  size_t queue_depth = 16;       // jobs of one class waiting beyond the slots; more are ResourceExhausted
+  // Slots that run in one step; the engine's other sequences are kept for higher classes.
+  // 0: every sequence runs.
+  size_t decode_width = 0;
+  // While an interactive slot runs, a lower class's prompt tokens per step (StepPolicy).
+  int64_t shared_prefill_tokens = 64;
+  // What the device lets background work do now (battery, heat); null: always run. Asked
+  // once per step on the engine thread.
+  std::function<BackgroundMode()> background_mode;
   int32_t batch_tokens = 512;    // tokens of one decode step
   size_t max_sessions = 64;      // chat sessions kept (least recently used dropped first)
   MemoryGuard* memory_guard = nullptr;  // consulted before queueing each job; may be null
@@ -91,6 +110,9 @@ struct WorkerStats {
   uint64_t draft_tokens = 0, accepted_draft_tokens = 0;  // speculative decoding, all requests
   engine::MemoryUse memory;            // the model's memory as the last step left it
   uint64_t working_memory_releases = 0;  // idle releases since start
+  uint32_t paused = 0;             // slots that sat out the last step for a higher class
+  uint64_t preemptions = 0;        // times a running slot was paused for a higher class
+  uint32_t queued_by_class[kRequestClasses] = {};
 };
 
 // Health as the last finished step left it; readable without touching the engine.
@@ -135,7 +157,7 @@ class EngineWorker {
   std::unique_ptr<engine::Engine> Release();
 
   // The current model's tokenizer, on the caller's thread: the vocabulary is read-only while
-  // the model decodes, and mu_ keeps the engine from being swapped meanwhile.
+  // the model decodes, and engine_mu_ keeps the engine from being swapped meanwhile.
   Result<std::vector<engine::TokenId>> Tokenize(std::string_view text, bool add_special, bool parse_special) const;
   Result<std::string> Detokenize(const std::vector<engine::TokenId>& tokens, bool render_special) const;
 
@@ -151,8 +173,17 @@ class EngineWorker {
  private:
   struct Slot;
   struct ReusePlan;
+  // How long a round in which every busy slot sits out rests before the next (StepPolicy):
+  // a throttled background job runs one round in StepPolicyOptions::throttle_period.
+  static constexpr std::chrono::milliseconds kSittingOutRest{50};
   void Run();
   std::vector<Job> TakeAdmissions();
+  // Swaps in a pending engine once every slot is idle; mu_ held (released meanwhile).
+  void SwapWhenIdle(std::unique_lock<std::mutex>& lock);
+  // The jobs that may take a free slot now (StepPolicy's MayAdmit); mu_ held.
+  std::vector<Job> PopAdmissible();
+  void ResetSlots();
+  size_t DecodeWidth() const;  // engine thread, or mu_ held
   void Admit(Job job);
   void RunEmbeddings(Job& job);
   Result<engine::ChatPlan> BuildPrompt(Job& job);
@@ -173,7 +204,9 @@ class EngineWorker {
   void PlanCheckpoints(Slot& slot);
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
-  bool AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk);
+  StepChoice ChooseThisStep();
+  // `limit`: the most tokens this slot may add (-1: the step's room is the only bound).
+  bool AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk, int64_t limit);
   std::vector<std::pair<Slot*, int32_t>> OutputsOf(const std::vector<engine::DecodeItem>& items);
   // Speculative decoding: drafts for the generating slots where it is on and pays, within
   // `room` tokens of the step; each slot's draft goes to Slot::draft.
@@ -203,8 +236,10 @@ class EngineWorker {
   void RecordFinished(const engine::GenerationStats& st);
   bool AnyBusy() const;
   void ClearMemory();
-  // Frees the engine's working memory once the idle time has run out; mu_ held.
-  void ReleaseWhenIdleLongEnough();
+  // Whether the idle time has run out with working memory held; mu_ held.
+  bool ReleaseDue() const;
+  // Frees the engine's working memory; engine thread, mu_ not held.
+  void ReleaseWorkingMemory();
   // The idle time starts now and lasts `keep_alive_ms`, or idle_release_after_ms when unset
   // (< 0: no release); mu_ held, or before the thread starts.
   void StartIdleTime(std::optional<int64_t> keep_alive_ms);
@@ -213,39 +248,42 @@ class EngineWorker {
   const WorkerOptions options_;
   const Clock& clock_;
 
+  // The queue lock: what other threads hand the engine thread. Never held across engine work.
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;                    // guarded by mu_
+  JobQueue queue_;                           // guarded by mu_
   std::unique_ptr<engine::Engine> pending_;  // guarded by mu_: the engine to swap in
   std::vector<std::shared_ptr<JobChannel>> running_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_
+  int64_t idle_since_ms_ = 0;                // guarded by mu_: when the last job ended
+  int64_t release_after_ms_ = -1;            // guarded by mu_: idle time before a release
 
-  struct Session {
-    std::string system;
-    std::vector<engine::TokenId> tokens;  // every token fed and generated so far
-    int64_t last_used = 0;
-  };
-  std::map<std::string, Session> sessions_;  // guarded by mu_
-  // The one source of the Stats counters, guarded by mu_.
+  SessionStore sessions_;  // thread-safe itself
+  // The one source of the Stats counters, guarded by stats_mu_.
+  mutable std::mutex stats_mu_;
   uint32_t finished_ = 0;
   uint64_t prefilled_ = 0, decoded_ = 0;
   double prefill_ms_ = 0, decode_ms_ = 0;
   std::deque<double> ttfts_;  // the last 1000
+  std::vector<engine::DevicePlacement> placement_;  // guarded by stats_mu_
+  engine::MemoryUse memory_;                        // guarded by stats_mu_
+  uint64_t releases_ = 0;                           // guarded by stats_mu_
   WorkerMetrics metrics_;     // token counters and histograms (thread-safe itself)
-  std::vector<engine::DevicePlacement> placement_;  // guarded by mu_
-  engine::MemoryUse memory_;                        // guarded by mu_
-  uint64_t releases_ = 0;                           // guarded by mu_
 
-  std::unique_ptr<engine::Engine> engine_;    // engine thread only
+  // The engine's lifecycle: the engine thread holds it exclusively to swap the engine or free
+  // its working memory, other threads share it to tokenize. The engine thread reads engine_
+  // without it (no other thread writes it).
+  mutable std::shared_mutex engine_mu_;
+  std::unique_ptr<engine::Engine> engine_;    // written by the engine thread under engine_mu_
   std::vector<std::unique_ptr<Slot>> slots_;  // engine thread only
   CheckpointStore checkpoints_;               // engine thread only (counters: any)
   int64_t use_counter_ = 0;                   // engine thread only: LRU clock
   std::mt19937 synthetic_rng_{42};            // engine thread only: benchmark-only synthetic acceptance
   size_t busy_peak_ = 0, last_peak_ = 0;      // engine thread only: most slots busy at once, now
                                               // and in the last busy period (admission window)
-  int64_t idle_since_ms_ = 0;                 // guarded by mu_: when the last job ended
-  int64_t release_after_ms_ = -1;             // guarded by mu_: idle time before a release
-  std::atomic<uint64_t> steps_{0}, prefix_copies_{0};
+  std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0};
+  uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
+  std::atomic<uint32_t> paused_{0};
   DraftGovernor draft_governor_;  // engine thread: whether a step's drafts pay, measured
   uint64_t sampled_tokens_ = 0;   // engine thread: tokens sampled, for the governor's per-token times
   std::atomic<bool> model_loaded_{false};

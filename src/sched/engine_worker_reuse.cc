@@ -151,6 +151,8 @@ void EngineWorker::WaitForSharedPrefix(Slot& slot) {
   size_t until = 0;
   for (auto& o : slots_) {
     if (o.get() == &slot || !o->busy || o->wait_source != nullptr || o->has_pending) continue;
+    // A lower class's prefill may be paused or held to a share for this job: no waiting on it.
+    if (o->paused || o->job.request_class > slot.job.request_class) continue;
     size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
     if (ShapeMatters()) shared = LastCommonCut(slot.cuts, o->cuts, shared);
     if (shared < slot.prefilled + options_.min_shared_prefix || o->prefilled >= shared) continue;
@@ -176,7 +178,7 @@ void EngineWorker::ResolveSharedPrefixWaits() {
     if (!s->busy || s->wait_source == nullptr) continue;
     Slot& source = *s->wait_source;
     const bool gone = !source.busy || source.job_id != s->wait_job_id;
-    if (!gone && source.prefilled < s->wait_until) continue;
+    if (!gone && !source.paused && source.prefilled < s->wait_until) continue;
     s->wait_source = nullptr;
     ReusePlan plan = PlanReuse(s->prompt, ShapeMatters() ? &s->cuts : nullptr, s.get());
     if (plan.keep > s->prefilled) {

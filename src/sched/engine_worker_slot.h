@@ -26,6 +26,7 @@ struct EngineWorker::Slot {
   int64_t last_used = 0;
 
   bool busy = false;
+  bool paused = false;                    // sat out the last step for a higher class (StepPolicy)
   uint64_t job_id = 0;                    // distinguishes successive jobs on this slot
   Job job;
   std::string session_system;             // SessionTurn: the session's system prompt

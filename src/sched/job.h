@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chat/prompt_pieces.h"
+#include "common/request_class.h"
 #include "engine/types.h"
 
 namespace llmd::sched {
@@ -100,6 +101,10 @@ struct Job {
   // How long the model keeps its working memory once idle after this job, instead of
   // WorkerOptions::idle_release_after_ms (Ollama's keep_alive); < 0: until the next job says.
   std::optional<int64_t> keep_alive_ms;
+  // Who waits on the answer (common/request_class.h), resolved against the peer's ceiling by
+  // the front end; the scheduler serves the higher class first and pauses lower ones for it.
+  RequestClass request_class = RequestClass::kNormal;
+  std::optional<uint32_t> peer_uid;  // whose turn it is within a class; unknown: one peer of its own
   std::shared_ptr<JobChannel> channel = std::make_shared<JobChannel>();
   int64_t submitted_ms = 0;         // set by EngineWorker::Submit from its clock
 };

@@ -1,0 +1,175 @@
+// EngineWorker's prompt preparer: a job's prompt built from its source (a chat, a session's
+// next turn, a conversation, raw text), checked, and placed on a slot with what it reuses;
+// embedding jobs run here at once.
+#include <type_traits>
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "sched/engine_worker.h"
+#include "sched/engine_worker_slot.h"
+
+namespace llmd::sched {
+
+Result<engine::ChatPlan> EngineWorker::BuildPrompt(Job& job) {
+  const bool sanitize = job.sanitize;
+  auto tokens_only = [](Result<std::vector<engine::TokenId>> prompt) -> Result<engine::ChatPlan> {
+    if (!prompt.has_value()) return prompt.error();
+    engine::ChatPlan plan;
+    plan.prompt = std::move(*prompt);
+    return plan;
+  };
+  return std::visit(
+      [&](auto& p) -> Result<engine::ChatPlan> {
+        using T = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, OneShotChat>) {
+          return tokens_only(engine_->ChatPrompt(p.system, p.user, sanitize));
+        } else if constexpr (std::is_same_v<T, Conversation>) {
+          return engine_->ConversationPrompt(p.messages, p.format, sanitize);
+        } else if constexpr (std::is_same_v<T, RawCompletion>) {
+          return tokens_only(engine_->CompletionPrompt(p.prompt));
+        } else if constexpr (std::is_same_v<T, EmbeddingInputs>) {
+          return InternalError("an embedding job has no prompt");  // RunEmbeddings takes it
+        } else {
+          // A chat turn: the session's exact tokens, then this turn's text, so the memory of
+          // the previous turn is reused as it is.
+          std::vector<engine::TokenId> history;
+          std::string system = p.system;
+          if (std::optional<StoredSession> stored = sessions_.Get(p.session)) {
+            history = std::move(stored->tokens);
+            system = std::move(stored->system);
+          }
+          LLMD_ASSIGN_OR_RETURN(auto turn, history.empty() ? engine_->ChatPrompt(system, p.user, sanitize)
+                                                           : engine_->NextTurnPrompt(system, p.user, sanitize));
+          history.insert(history.end(), turn.begin(), turn.end());
+          p.system = std::move(system);
+          return tokens_only(std::move(history));
+        }
+      },
+      job.prompt);
+}
+
+namespace {
+
+// A chat plan's constraints join the job's: its grammar (a request's own grammar cannot be
+// combined with it), its stop strings, and its parser, which then handles the think block.
+Status ApplyChatPlan(engine::ChatPlan& plan, Job& job) {
+  engine::SamplingParams& p = job.options.sampling;
+  if (!plan.grammar.empty()) {
+    if (!p.grammar.empty()) return InvalidArgumentError("a grammar cannot be combined with tools or a JSON schema");
+    p.grammar = std::move(plan.grammar);
+    p.grammar_lazy = plan.grammar_lazy;
+    p.grammar_trigger_patterns = std::move(plan.grammar_trigger_patterns);
+    p.grammar_trigger_tokens = std::move(plan.grammar_trigger_tokens);
+    p.grammar_prefill = std::move(plan.grammar_prefill);
+  }
+  for (auto& stop : plan.stops) job.stop.push_back(std::move(stop));
+  if (plan.parser) job.options.strip_think = false;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Embeds every input in turn on the engine thread (between decode steps) and answers at once.
+void EngineWorker::RunEmbeddings(Job& job) {
+  const auto& inputs = std::get<EmbeddingInputs>(job.prompt);
+  engine::Completion done;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < inputs.texts.size(); ++i) {
+    Result<std::vector<float>> vector = [&]() -> Result<std::vector<float>> {
+      LLMD_ASSIGN_OR_RETURN(auto tokens, engine_->CompletionPrompt(inputs.texts[i]));
+      done.stats.prompt_tokens += static_cast<int32_t>(tokens.size());
+      return engine_->Embed(tokens);
+    }();
+    if (!vector.has_value()) {
+      job.channel->Push(JobEvent::Error(
+          Status(vector.error().code(), "input " + std::to_string(i) + ": " + vector.error().message())
+              .WithReason(vector.error().reason())));
+      return;
+    }
+    done.embeddings.push_back(std::move(*vector));
+  }
+  done.stats.prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  job.channel->Push(JobEvent::Done(std::move(done)));
+}
+
+void EngineWorker::Admit(Job job) {
+  const bool embedding_job = std::holds_alternative<EmbeddingInputs>(job.prompt);
+  if (embedding_job || engine_->model_info().embeddings) {
+    if (embedding_job && engine_->model_info().embeddings) {
+      RunEmbeddings(job);
+    } else {
+      job.channel->Push(JobEvent::Error(InvalidArgumentError(
+          embedding_job ? "this model is loaded for generation; name it in embedding_models to embed with it"
+                        : "this model is loaded for embeddings; it does not generate text")));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    StartIdleTime(job.keep_alive_ms);
+    std::erase(running_, job.channel);
+    return;
+  }
+  auto chat_plan = BuildPrompt(job);
+  Status error = chat_plan.has_value() ? ApplyChatPlan(*chat_plan, job) : chat_plan.error();
+  if (error.ok()) error = job.options.sampling.Validate();
+  std::vector<engine::TokenId>* prompt = chat_plan.has_value() ? &chat_plan->prompt : nullptr;
+  if (error.ok() && prompt->empty()) error = InvalidArgumentError("prompt is empty");
+  if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
+  const int64_t n_ctx = engine_->model_info().context_tokens;
+  if (error.ok() && static_cast<int64_t>(prompt->size()) >= n_ctx) {
+    error = InvalidArgumentError("prompt too long (" + std::to_string(prompt->size()) + " tokens >= context of " +
+                                 std::to_string(n_ctx) + ")")
+                .WithReason(ErrorReason::kPromptTooLong);
+  }
+  if (error.ok() && job.count_only) {
+    engine::Completion counted;
+    counted.stats.prompt_tokens = static_cast<int32_t>(prompt->size());
+    job.channel->Push(JobEvent::Done(std::move(counted)));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
+  std::unique_ptr<engine::Sampler> sampler;
+  if (error.ok()) {
+    auto s = engine_->NewSampler(job.options.sampling, *prompt);
+    if (s.has_value()) sampler = std::move(*s);
+    else error = s.error();
+  }
+  if (!error.ok()) {
+    job.channel->Push(JobEvent::Error(error));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
+
+  std::vector<size_t> cuts = PromptCuts(*prompt);
+  const ReusePlan plan = PlanReuse(*prompt, ShapeMatters() ? &cuts : nullptr);
+  Slot& slot = *plan.target;
+  const size_t keep = ApplyReuse(plan);
+  slot.busy = true;
+  slot.job_id = static_cast<uint64_t>(++use_counter_);
+  slot.last_used = use_counter_;
+  slot.prompt = std::move(*prompt);
+  slot.cuts = std::move(cuts);
+  slot.prefilled = keep;
+  slot.sampler = std::move(sampler);
+  slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
+  slot.stops = chat::StopStrings(job.stop);
+  slot.out.parser = std::move(chat_plan->parser);
+  slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
+  slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
+  if (auto* turn = std::get_if<SessionTurn>(&job.prompt)) slot.session_system = turn->system;
+  slot.job = std::move(job);
+  if (slot.budget <= 0) {
+    Finish(slot, engine::FinishReason::kLength);
+    return;
+  }
+  if (engine_->model_info().speculative.draft_max > 0 && slot.job.options.draft_max != 0) {
+    engine_->BeginDraft(slot.sequence, slot.prompt);
+  }
+  PlanCheckpoints(slot);
+  WaitForSharedPrefix(slot);
+}
+
+}  // namespace llmd::sched

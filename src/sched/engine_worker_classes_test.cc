@@ -1,0 +1,167 @@
+// Request classes in the engine worker, on the fake engine, stated in steps: when an
+// interactive job starts, which slots sit out, and that a paused job's tokens are those of
+// its uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/worker_test_rig.h"
+
+namespace llmd::sched {
+namespace {
+
+using namespace test_rig;  // NOLINT(google-build-using-namespace): test helpers
+
+Job Classed(Job job, RequestClass c, std::optional<uint32_t> uid = std::nullopt) {
+  job.request_class = c;
+  job.peer_uid = uid;
+  return job;
+}
+
+// Three sequences, two of which run in a step: the third is for a higher class.
+WorkerOptions NarrowOptions() {
+  WorkerOptions options = TestOptions();
+  options.decode_width = 2;
+  return options;
+}
+const FakeEngineOptions kThreeSequences{.sequences = 3};
+
+size_t MostSequencesInAStep(const Batches& batches) {
+  size_t most = 0;
+  for (const auto& batch : batches) most = std::max(most, SequencesIn(batch).size());
+  return most;
+}
+
+TEST(EngineWorkerClasses, AnInteractiveJobPrefillsInTheNextStepAndAPausedJobKeepsItsTokens) {
+  Rig rig(kThreeSequences, NarrowOptions());
+  const Job first = Classed(Raw("background work, the first", 30), RequestClass::kBackground);
+  const Job second = Classed(Raw("background work number two", 30), RequestClass::kBackground);
+  rig.fake->HoldDecodes();
+  auto first_channel = rig.Submit(first);
+  auto second_channel = rig.Submit(second);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(rig.Step());  // both generate now
+  const uint64_t held_step = rig.worker->stats().steps;
+  auto voice = rig.Submit(Classed(Raw("a person waits", 6), RequestClass::kInteractive));
+  rig.Release();
+
+  auto answer = Await(*voice);
+  ASSERT_TRUE(answer.has_value()) << answer.error().ToString();
+  EXPECT_EQ(answer->stats.prefill_step, held_step + 1);  // the very next step
+  // That step held the interactive prompt and one background job: the width is two.
+  const Batches batches = rig.fake->batches();
+  ASSERT_GE(batches.size(), answer->stats.prefill_step);
+  EXPECT_EQ(SequencesIn(batches[answer->stats.prefill_step - 1]).size(), 2u);
+  EXPECT_EQ(MostSequencesInAStep(batches), 2u);
+  EXPECT_GE(rig.worker->stats().preemptions, 1u);
+
+  auto first_done = Await(*first_channel);
+  auto second_done = Await(*second_channel);
+  ASSERT_TRUE(first_done.has_value() && second_done.has_value());
+  EXPECT_EQ(first_done->tokens, Solo(Raw("background work, the first", 30)));
+  EXPECT_EQ(second_done->tokens, Solo(Raw("background work number two", 30)));
+  EXPECT_EQ(answer->tokens, Solo(Raw("a person waits", 6)));
+}
+
+TEST(EngineWorkerClasses, NormalJobsNeverTakeTheSequencesKeptForAHigherClass) {
+  Rig rig(kThreeSequences, NarrowOptions());
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  for (const char* prompt : {"normal job one", "normal job two!", "normal job three?"}) {
+    channels.push_back(rig.Submit(Raw(prompt, 8)));
+  }
+  rig.Release();
+  for (auto& channel : channels) ASSERT_TRUE(Await(*channel).has_value());
+  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 2u);
+  EXPECT_EQ(rig.worker->stats().preemptions, 0u);
+}
+
+TEST(EngineWorkerClasses, AFullBackgroundQueueNeverRefusesAnInteractiveJob) {
+  WorkerOptions options = TestOptions();
+  options.queue_depth = 1;
+  Rig rig({.sequences = 1}, options);
+  rig.fake->HoldDecodes();
+  auto running = rig.Submit(Classed(Raw("running background job", 4), RequestClass::kBackground));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  auto waiting = rig.Submit(Classed(Raw("waiting background job", 4), RequestClass::kBackground));
+  const Status refused = rig.worker->Submit(Classed(Raw("one too many", 4), RequestClass::kBackground));
+  EXPECT_EQ(refused.reason(), ErrorReason::kQueueFull);
+  auto voice = rig.Submit(Classed(Raw("a person waits", 4), RequestClass::kInteractive));
+  rig.Release();
+
+  auto voice_done = Await(*voice);
+  auto waiting_done = Await(*waiting);
+  ASSERT_TRUE(voice_done.has_value() && waiting_done.has_value());
+  ASSERT_TRUE(Await(*running).has_value());
+  // The interactive job, queued last, went before the background job queued ahead of it.
+  EXPECT_LT(voice_done->stats.prefill_step, waiting_done->stats.prefill_step);
+}
+
+TEST(EngineWorkerClasses, PeersTakeTurnsWithinAClass) {
+  Rig rig({.sequences = 1}, TestOptions());
+  rig.fake->HoldDecodes();
+  auto blocker = rig.Submit(Classed(Raw("holds the only slot", 2), RequestClass::kNormal, 1));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  std::vector<std::pair<std::string, std::shared_ptr<JobChannel>>> jobs;
+  for (const char* name : {"A one", "A two.", "A three"}) {
+    jobs.emplace_back(name, rig.Submit(Classed(Raw(name, 2), RequestClass::kNormal, 1000)));
+  }
+  jobs.emplace_back("B one", rig.Submit(Classed(Raw("B one", 2), RequestClass::kNormal, 2000)));
+  rig.Release();
+  ASSERT_TRUE(Await(*blocker).has_value());
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (auto& [name, channel] : jobs) {
+    auto done = Await(*channel);
+    ASSERT_TRUE(done.has_value());
+    order.emplace_back(done->stats.prefill_step, name);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<std::string> names;
+  for (auto& [step, name] : order) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"A one", "B one", "A two.", "A three"}));
+}
+
+TEST(EngineWorkerClasses, APausedDeviceHoldsBackgroundWorkAndItResumesWithTheSameTokens) {
+  std::atomic<BackgroundMode> mode{BackgroundMode::kPause};
+  WorkerOptions options = TestOptions();
+  options.background_mode = [&mode] { return mode.load(); };
+  Rig rig({}, options);
+  auto background = rig.Submit(Classed(Raw("summarise the day", 12), RequestClass::kBackground));
+  auto normal = rig.Run(Raw("a normal request", 6));
+  ASSERT_TRUE(normal.has_value());
+  ASSERT_TRUE(llmd::testing::WaitFor([&] { return rig.worker->stats().paused == 1; }, llmd::testing::kLiveness));
+  // Paused, it cannot have ended, whatever the timing.
+  EXPECT_FALSE(background->TryPop().has_value());
+  mode = BackgroundMode::kRun;
+  auto done = Await(*background);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->tokens, Solo(Raw("summarise the day", 12)));
+}
+
+TEST(EngineWorkerClasses, OnRecurrentMemoryAPausedJobResumesWithTheTokensOfItsSoloRun) {
+  const FakeEngineOptions recurrent{.sequences = 2, .memory = FakeMemory::kRecurrent};
+  WorkerOptions options = NarrowOptions();
+  options.decode_width = 1;
+  Rig rig(recurrent, options);
+  const std::string long_prompt(300, 'b');
+  rig.fake->HoldDecodes();
+  auto background = rig.Submit(Classed(Raw(long_prompt, 20), RequestClass::kBackground));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(rig.Step());
+  auto voice = rig.Submit(Classed(Raw("interrupting voice", 5), RequestClass::kInteractive));
+  rig.Release();
+  auto voice_done = Await(*voice);
+  auto background_done = Await(*background);
+  ASSERT_TRUE(voice_done.has_value() && background_done.has_value());
+  EXPECT_EQ(background_done->tokens, Solo(Raw(long_prompt, 20), recurrent, options));
+  EXPECT_EQ(voice_done->tokens, Solo(Raw("interrupting voice", 5), recurrent, options));
+  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 1u);
+  EXPECT_GE(rig.worker->stats().preemptions, 1u);
+}
+
+}  // namespace
+}  // namespace llmd::sched

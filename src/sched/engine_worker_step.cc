@@ -1,0 +1,198 @@
+// EngineWorker's decode step: what the step policy chose, as decode calls (cut where the shape
+// of a call changes its arithmetic), what each call left in memory, and a failed step retried
+// one sequence at a time.
+#include <map>
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "sched/decode_calls.h"
+#include "sched/engine_worker.h"
+#include "sched/engine_worker_slot.h"
+
+namespace llmd::sched {
+
+StepChoice EngineWorker::ChooseThisStep() {
+  std::vector<SlotView> busy;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = *slots_[i];
+    if (!s.busy) continue;
+    busy.push_back({.slot = i,
+                    .request_class = s.job.request_class,
+                    .admitted = s.job_id,
+                    .generating = s.has_pending,
+                    .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),
+                    .waiting = s.wait_source != nullptr});
+  }
+  StepPolicyOptions policy{.decode_width = DecodeWidth(), .shared_prefill_tokens = options_.shared_prefill_tokens};
+  if (options_.background_mode) policy.background = options_.background_mode();
+  StepChoice choice = ChooseStep(busy, policy, ++rounds_);
+  // A slot that ran and now sits out was preempted; one that sat out and runs again resumes
+  // where it stopped (its memory and sampler did not move).
+  for (size_t i : choice.paused) {
+    if (!slots_[i]->paused) ++preemptions_;
+    slots_[i]->paused = true;
+  }
+  for (size_t i : choice.decode) slots_[i]->paused = false;
+  for (size_t i : choice.prefill) slots_[i]->paused = false;
+  paused_ = static_cast<uint32_t>(choice.paused.size());
+  return choice;
+}
+
+bool EngineWorker::Step() {
+  // Cancelled jobs end before any more work is spent on them.
+  for (auto& s : slots_) {
+    if (s->busy && s->job.channel->cancelled()) Finish(*s, engine::FinishReason::kCancelled);
+  }
+  ResolveSharedPrefixWaits();
+  const StepChoice choice = ChooseThisStep();
+  std::vector<engine::DecodeItem> batch;
+  // Running slots that generate first: one token each, so streams keep flowing, and its draft.
+  std::vector<Slot*> generating;
+  for (size_t i : choice.decode) generating.push_back(slots_[i].get());
+  const int64_t start_us = clock_.NowUs();
+  const uint64_t sampled_before = sampled_tokens_;
+  const bool may_draft = engine_->model_info().speculative.draft_max > 0 && !generating.empty() &&
+                         draft_governor_.MayDraft(generating.size());
+  if (may_draft) DraftFor(generating, options_.batch_tokens - static_cast<int64_t>(generating.size()));
+  bool drafted = false;
+  for (Slot* s : generating) {
+    const auto at = static_cast<int32_t>(s->resident.size());
+    batch.push_back({s->sequence, at, s->pending, true});
+    drafted = drafted || !s->draft.empty();
+    for (size_t i = 0; i < s->draft.size(); ++i) {
+      batch.push_back({s->sequence, at + 1 + static_cast<int32_t>(i), s->draft[i], true});
+    }
+  }
+  // Then prompt chunks in the policy's order, within the step's token budget.
+  const size_t generated_items = batch.size();
+  bool first_chunk = true;
+  for (size_t k = 0; k < choice.prefill.size(); ++k) {
+    if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
+    if (AddPromptChunk(*slots_[choice.prefill[k]], &batch, first_chunk, choice.prefill_limit[k])) first_chunk = false;
+  }
+  if (batch.empty()) return false;
+  ++steps_;
+  const bool prefilled = batch.size() > generated_items;
+  std::vector<std::vector<engine::DecodeItem>> calls;
+  if (ShapeMatters()) {
+    calls = ShapeStableCalls(batch, static_cast<size_t>(engine_->model_info().memory.decode_shape_tokens));
+  } else {
+    calls.push_back(std::move(batch));
+  }
+  bool failed = false;
+  for (const auto& call : calls) {
+    if (Status st = engine_->DecodeBatch(call); !st.ok()) {
+      RecoverFailedStep(call, st);
+      failed = true;
+      continue;
+    }
+    AfterDecode(call, OutputsOf(call));
+  }
+  // A step that also prefilled, or failed, says nothing about what drafts cost.
+  if (!prefilled && !failed && !generating.empty()) {
+    draft_governor_.OnStep(generating.size(), drafted, clock_.NowUs() - start_us,
+                           static_cast<int64_t>(sampled_tokens_ - sampled_before));
+  }
+  return true;
+}
+
+// Adds the slot's next prompt tokens, up to the step's room and ending at the next
+// checkpoint, so the state after exactly those tokens can be saved. Where the shape of a
+// decode matters, the chunk runs to the next prefill cut, never shorter: the step's first
+// chunk goes in whatever the room (it is a decode call of its own), a later one only if it fits.
+bool EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk,
+                                  int64_t limit) {
+  size_t room = static_cast<size_t>(options_.batch_tokens) - batch->size();
+  if (limit >= 0) room = std::min(room, static_cast<size_t>(limit));
+  if (room == 0) return false;
+  size_t end = std::min(slot.prompt.size(), slot.prefilled + room);
+  if (!slot.cuts.empty()) {
+    const auto next = std::upper_bound(slot.cuts.begin(), slot.cuts.end(), slot.prefilled);
+    end = next == slot.cuts.end() ? slot.prompt.size() : *next;
+    // A chunk beside a higher class's work must fit its share: it cannot be cut shorter.
+    if ((!first_chunk || limit >= 0) && end - slot.prefilled > room) return false;
+  }
+  if (!slot.prefill_started) {
+    slot.prefill_started = true;
+    slot.prefill_start_ms = clock_.NowMs();
+    slot.out.stats.prefill_step = steps_.load() + 1;  // the step about to run
+  }
+  for (size_t at : slot.checkpoint_at) {
+    if (at > slot.prefilled) {
+      end = std::min(end, at);
+      break;
+    }
+  }
+  for (size_t at = slot.prefilled; at < end; ++at) {
+    batch->push_back({slot.sequence, static_cast<int32_t>(at), slot.prompt[at], at + 1 == slot.prompt.size()});
+  }
+  return true;
+}
+
+// Each slot in `items` and the index of its first item with logits: the last prompt token,
+// or the pending token with its draft (whose logits follow it) behind.
+std::vector<std::pair<EngineWorker::Slot*, int32_t>> EngineWorker::OutputsOf(
+    const std::vector<engine::DecodeItem>& items) {
+  std::vector<std::pair<Slot*, int32_t>> outputs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].logits || (i > 0 && items[i - 1].sequence == items[i].sequence && items[i - 1].logits)) continue;
+    outputs.emplace_back(slots_[items[i].sequence].get(), static_cast<int32_t>(i));
+  }
+  return outputs;
+}
+
+void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
+                               const std::vector<std::pair<Slot*, int32_t>>& outputs) {
+  // Record what is now in each sequence's memory.
+  for (const auto& item : items) {
+    Slot& s = *slots_[item.sequence];
+    s.resident.push_back(item.token);
+    if (!s.has_pending) s.prefilled = std::max(s.prefilled, static_cast<size_t>(item.position) + 1);
+  }
+  for (auto& s : slots_) {
+    if (!s->busy || s->checkpoint_at.empty() || s->checkpoint_at.front() != s->prefilled) continue;
+    s->checkpoint_at.erase(s->checkpoint_at.begin());
+    auto state = engine_->SaveSequenceState(s->sequence);
+    if (state.has_value()) {
+      checkpoints_.Put({s->prompt.begin(), s->prompt.begin() + static_cast<ptrdiff_t>(s->prefilled)}, std::move(*state));
+    } else {
+      Log(LogLevel::kWarn, "checkpoint_failed", {{"error", state.error().ToString()}});
+    }
+  }
+  // Published before any token of this step is: a client that has seen a token sees a health
+  // report that includes it.
+  PublishHealth();
+  for (auto& [slot, index] : outputs) {
+    if (!slot->has_pending) slot->prefill_end_ms = clock_.NowMs();
+    slot->has_pending = false;
+    if (slot->draft.empty()) {
+      Sample(*slot, index);
+    } else {
+      Verify(*slot, index);
+    }
+  }
+}
+
+// A failed step is retried one sequence at a time: the request whose tokens the engine
+// refuses fails alone, with the engine's error, and every other one goes on.
+void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error) {
+  Log(LogLevel::kWarn, "decode_step_failed", {{"error", error.ToString()}, {"tokens", std::to_string(batch.size())}});
+  std::map<int32_t, std::vector<engine::DecodeItem>> per_sequence;
+  for (const auto& item : batch) per_sequence[item.sequence].push_back(item);
+  for (auto& [sequence, items] : per_sequence) {
+    Slot& slot = *slots_[sequence];
+    // Undo whatever the failed call kept of this sequence. A recurrent state that moved on
+    // cannot be undone: that request fails too.
+    Status st = engine_->TruncateSequence(sequence, static_cast<int32_t>(slot.resident.size()));
+    if (st.ok()) st = engine_->DecodeBatch(items);
+    if (!st.ok()) {
+      Fail(slot, st);
+      continue;
+    }
+    AfterDecode(items, OutputsOf(items));
+  }
+}
+
+}  // namespace llmd::sched

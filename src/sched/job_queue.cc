@@ -1,0 +1,71 @@
+#include "sched/job_queue.h"
+
+#include <string>
+#include <utility>
+
+namespace llmd::sched {
+
+Status JobQueue::Push(Job job) {
+  ClassQueue& queue = classes_[ClassIndex(job.request_class)];
+  if (queue.size >= depth_) {
+    return ResourceExhaustedError("the request queue is full (" + std::to_string(depth_) + " " +
+                                  RequestClassName(job.request_class) + " requests waiting); retry later")
+        .WithReason(ErrorReason::kQueueFull);
+  }
+  const uint32_t peer = job.peer_uid.value_or(kUnknownPeer);
+  queue.by_peer[peer].push_back(std::move(job));
+  ++queue.size;
+  return Status::Ok();
+}
+
+std::optional<Job> JobQueue::PopFrom(ClassQueue& queue) {
+  if (queue.by_peer.empty()) return std::nullopt;
+  // The next peer after the one served last, wrapping around.
+  auto it = queue.last_served.has_value() ? queue.by_peer.upper_bound(*queue.last_served) : queue.by_peer.begin();
+  if (it == queue.by_peer.end()) it = queue.by_peer.begin();
+  Job job = std::move(it->second.front());
+  it->second.pop_front();
+  queue.last_served = it->first;
+  if (it->second.empty()) queue.by_peer.erase(it);
+  --queue.size;
+  return job;
+}
+
+std::optional<Job> JobQueue::Pop(RequestClass lowest) {
+  for (int c = 0; c <= ClassIndex(lowest); ++c) {
+    if (auto job = PopFrom(classes_[c])) return job;
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestClass> JobQueue::FirstClass() const {
+  for (int c = 0; c < kRequestClasses; ++c) {
+    if (classes_[c].size > 0) return static_cast<RequestClass>(c);
+  }
+  return std::nullopt;
+}
+
+std::deque<Job> JobQueue::TakeAll() {
+  std::deque<Job> all;
+  for (ClassQueue& queue : classes_) {
+    for (auto& [peer, jobs] : queue.by_peer) {
+      for (Job& job : jobs) all.push_back(std::move(job));
+    }
+    queue = ClassQueue();
+  }
+  return all;
+}
+
+size_t JobQueue::size() const {
+  size_t n = 0;
+  for (const ClassQueue& queue : classes_) n += queue.size;
+  return n;
+}
+
+size_t JobQueue::AheadOf(RequestClass c) const {
+  size_t n = 0;
+  for (int i = 0; i <= ClassIndex(c); ++i) n += classes_[i].size;
+  return n;
+}
+
+}  // namespace llmd::sched

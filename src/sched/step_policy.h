@@ -1,0 +1,69 @@
+// StepPolicy: the one place that decides what goes into a decode step. The worker describes
+// its busy slots; the policy answers which of them decode, which prefill and in what order,
+// which sit this step out (paused, their memory kept in place), and how many prompt tokens a
+// lower class may add beside an interactive one.
+//
+// The rules:
+//  - At most `decode_width` slots run in a step; the worker keeps more sequences than that, so
+//    a higher-class job always finds one. The runnable slots are ranked by class, then by
+//    admission order, and the first decode_width run; the rest are paused. A paused slot
+//    resumes exactly where it stopped: nothing of its memory or its sampler moves.
+//  - Prompts prefill in rank order, so an interactive prompt goes first.
+//  - While an interactive slot runs, a lower class's prompt chunks share the step with it
+//    only up to `shared_prefill_tokens`, so a long background prompt never stalls a voice
+//    answer for a whole batch of prefill.
+//  - Background work is paused or throttled (one step in `throttle_period`) by the device's
+//    condition (battery, heat); interactive and normal work always runs.
+//
+// Pure: no engine, no clock, no locks; tested by itself (step_policy_test.cc).
+#ifndef LLMD_SCHED_STEP_POLICY_H_
+#define LLMD_SCHED_STEP_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/request_class.h"
+
+namespace llmd::sched {
+
+// What the device lets background work do (sched/device_conditions.h decides it).
+enum class BackgroundMode { kRun, kThrottle, kPause };
+
+struct StepPolicyOptions {
+  size_t decode_width = 4;             // slots that run in one step
+  int64_t shared_prefill_tokens = 64;  // a lower class's prompt tokens per step beside interactive work
+  BackgroundMode background = BackgroundMode::kRun;
+  uint64_t throttle_period = 4;        // kThrottle: background runs one step in this many
+};
+
+// A busy slot, as the policy sees it.
+struct SlotView {
+  size_t slot = 0;            // the worker's index
+  RequestClass request_class = RequestClass::kNormal;
+  uint64_t admitted = 0;      // admission order: lower came first
+  bool generating = false;    // has a token to decode
+  bool prefilling = false;    // has prompt tokens to prefill
+  bool waiting = false;       // waits for another slot's shared prefix: neither runs nor is paused
+};
+
+struct StepChoice {
+  std::vector<size_t> decode;   // slots whose pending token (and draft) this step decodes
+  std::vector<size_t> prefill;  // slots whose prompt chunks go in, in this order
+  std::vector<size_t> paused;   // runnable slots that sit this step out
+  // The prompt tokens each slot of `prefill` may add: -1 none beyond the step's own budget,
+  // else shared_prefill_tokens for a class below an interactive slot that runs.
+  std::vector<int64_t> prefill_limit;
+};
+
+// `step`: the number of the step about to run (for throttling).
+StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step);
+
+// Whether a job of class `c` may take a free sequence now, given the classes of the busy
+// slots: while fewer than decode_width slots of its class or higher are busy, it runs (a lower
+// one is paused for it if need be).
+bool MayAdmit(RequestClass c, const std::vector<RequestClass>& busy, size_t decode_width);
+
+}  // namespace llmd::sched
+
+#endif  // LLMD_SCHED_STEP_POLICY_H_

@@ -1,0 +1,87 @@
+#include "sched/step_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace llmd::sched {
+namespace {
+
+constexpr auto kInteractive = RequestClass::kInteractive;
+constexpr auto kNormal = RequestClass::kNormal;
+constexpr auto kBackground = RequestClass::kBackground;
+
+SlotView Generating(size_t slot, RequestClass c, uint64_t admitted) {
+  return {.slot = slot, .request_class = c, .admitted = admitted, .generating = true};
+}
+SlotView Prefilling(size_t slot, RequestClass c, uint64_t admitted) {
+  return {.slot = slot, .request_class = c, .admitted = admitted, .prefilling = true};
+}
+
+TEST(StepPolicy, EverySlotRunsWhileTheWidthHoldsThem) {
+  const StepChoice choice = ChooseStep({Generating(0, kNormal, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{0}));
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{1}));
+  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1}));
+  EXPECT_TRUE(choice.paused.empty());
+}
+
+TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
+  const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(1, kBackground, 2),
+                                      Generating(2, kNormal, 3), Prefilling(3, kInteractive, 4)};
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 3}, 1);
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{3}));   // the interactive prompt first
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{2, 0}));  // then by class, then by age
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{1}));
+}
+
+TEST(StepPolicy, InteractivePromptsPrefillFirstAndLowerOnesGetOnlyTheSharedTokens) {
+  const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2),
+                                      Prefilling(2, kInteractive, 3)};
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 32}, 1);
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{2, 1, 0}));
+  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1, 32, 32}));
+}
+
+TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
+  const StepChoice choice =
+      ChooseStep({Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1, -1}));
+}
+
+TEST(StepPolicy, ASlotWaitingForASharedPrefixNeitherRunsNorCountsAsPaused) {
+  SlotView waiting = Prefilling(1, kNormal, 2);
+  waiting.waiting = true;
+  const StepChoice choice = ChooseStep({Prefilling(0, kNormal, 1), waiting}, {.decode_width = 1}, 1);
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{0}));
+  EXPECT_TRUE(choice.paused.empty());
+}
+
+TEST(StepPolicy, ThePausedDeviceStopsBackgroundWorkOnly) {
+  const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(1, kNormal, 2)};
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .background = BackgroundMode::kPause}, 1);
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{1}));
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
+}
+
+TEST(StepPolicy, AThrottledDeviceRunsBackgroundWorkOneRoundInThePeriod) {
+  const std::vector<SlotView> busy = {Generating(0, kBackground, 1)};
+  const StepPolicyOptions options{.decode_width = 4, .background = BackgroundMode::kThrottle, .throttle_period = 4};
+  int ran = 0;
+  for (uint64_t round = 1; round <= 12; ++round) ran += ChooseStep(busy, options, round).decode.size();
+  EXPECT_EQ(ran, 3);
+}
+
+TEST(StepPolicy, AdmissionCountsOnlyTheBusySlotsOfTheSameClassOrHigher) {
+  const std::vector<RequestClass> four_background(4, kBackground);
+  EXPECT_TRUE(MayAdmit(kInteractive, four_background, 4));
+  EXPECT_TRUE(MayAdmit(kNormal, four_background, 4));
+  EXPECT_FALSE(MayAdmit(kBackground, four_background, 4));
+  EXPECT_FALSE(MayAdmit(kNormal, {kNormal, kInteractive}, 2));
+  EXPECT_TRUE(MayAdmit(kInteractive, {kNormal, kInteractive}, 2));
+  EXPECT_FALSE(MayAdmit(kInteractive, {kInteractive, kInteractive}, 2));
+}
+
+}  // namespace
+}  // namespace llmd::sched
