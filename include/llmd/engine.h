@@ -31,9 +31,16 @@ struct LocalEngineOptions {
   int32_t context_tokens = 2048;  // per sequence
   int32_t threads = 0;            // 0: one per online CPU
   int32_t sequences = 4;          // generations batched together
+  // Sequences beyond `sequences` kept for a higher class: an interactive generation arriving
+  // while background ones fill every slot takes one, and a background one is paused for it.
+  int32_t reserved_sequences = 1;
   int32_t gpu_layers = 0;         // layers to offload; -1: all
   bool sanitize = true;           // the seed's input sanitizer on user text
 };
+
+// Who waits on a generation: a person (interactive) goes before normal work, and normal work
+// before background work, which is paused, never lost, while a higher class needs its slot.
+enum class LocalRequestClass { kInteractive = 0, kNormal = 1, kBackground = 2 };
 
 // How one generation samples and when it stops. Defaults are the reference daemon's.
 struct LocalGenerateOptions {
@@ -44,6 +51,7 @@ struct LocalGenerateOptions {
   float repeat_penalty = 1.1f;
   uint32_t seed = 0xFFFFFFFF;      // 0xFFFFFFFF: a fresh random seed
   std::vector<std::string> stop;   // the text ends before the first of these
+  LocalRequestClass request_class = LocalRequestClass::kNormal;
 
   static LocalGenerateOptions Greedy(int32_t max_tokens);
 };

@@ -96,6 +96,46 @@ Setter IdList(std::vector<uint32_t> DaemonConfig::*field) {
   };
 }
 
+// "uid:1001=interactive", "gid:50=background/normal", comma-separated.
+Status ParseClassRules(const std::string& v, std::vector<ClassRule>* rules) {
+  rules->clear();
+  for (const std::string& item : SplitList(v)) {
+    const size_t colon = item.find(':');
+    const size_t eq = item.find('=');
+    if (colon == std::string::npos || eq == std::string::npos || eq < colon) {
+      return Bad("'" + item + "' is not uid:N=CLASS or gid:N=CLASS[/CEILING]");
+    }
+    const std::string kind = item.substr(0, colon);
+    uint32_t id = 0;
+    LLMD_RETURN_IF_ERROR(ParseInt(item.substr(colon + 1, eq - colon - 1), &id, 0, 0xFFFFFFFE));
+    std::string classes = item.substr(eq + 1);
+    const size_t slash = classes.find('/');
+    const std::string ceiling_name = slash == std::string::npos ? classes : classes.substr(slash + 1);
+    const auto default_class = ParseRequestClass(classes.substr(0, slash));
+    const auto ceiling = ParseRequestClass(ceiling_name);
+    if (!default_class || !ceiling) {
+      return Bad("'" + item + "': a class is interactive, normal or background");
+    }
+    if (*default_class < *ceiling) {
+      return Bad("'" + item + "': the default class is above the ceiling");
+    }
+    ClassRule rule{.default_class = *default_class, .ceiling = *ceiling};
+    if (kind == "uid") rule.uid = id;
+    else if (kind == "gid") rule.gid = id;
+    else return Bad("'" + item + "': rules name a uid or a gid");
+    rules->push_back(rule);
+  }
+  return Status::Ok();
+}
+
+Setter Action(std::string DaemonConfig::*field) {
+  return [=](DaemonConfig& c, const std::string& v) {
+    if (v != "run" && v != "throttle" && v != "pause") return Bad("must be run, throttle or pause");
+    c.*field = v;
+    return Status::Ok();
+  };
+}
+
 const std::vector<Key>& Keys() {
   static const std::vector<Key> keys = {
       {"model_path", {"--model", "-m", "--model-path"}, {"PORTAL_LLM_MODEL_PATH", "LLMD_MODEL_PATH"},
@@ -168,13 +208,14 @@ const std::vector<Key>& Keys() {
          return Status::Ok();
        }},
       {"http_listen", {"--http-listen"}, {"LLMD_HTTP_LISTEN"},
-       "Also serve HTTP on loopback TCP, HOST:PORT (needs api_key_file)", Str(&DaemonConfig::http_listen)},
+       "Also serve HTTP on loopback TCP, HOST:PORT (peers by UID, or api_key_file)", Str(&DaemonConfig::http_listen)},
       {"ollama_listen", {"--ollama-listen"}, {"LLMD_OLLAMA_LISTEN"},
        "Also serve HTTP on a second loopback address where Ollama clients look, e.g. 127.0.0.1:11434 "
-       "(the same API and rules as http_listen; needs api_key_file)",
+       "(the same API and rules as http_listen)",
        Str(&DaemonConfig::ollama_listen)},
       {"api_key_file", {"--api-key-file"}, {"LLMD_API_KEY_FILE"},
-       "File holding the API key TCP clients must send as a Bearer token", Str(&DaemonConfig::api_key_file)},
+       "File holding the API key TCP clients must send as a Bearer token (none: TCP peers need an allowed UID)",
+       Str(&DaemonConfig::api_key_file)},
       {"http_allowed_hosts", {"--http-allowed-host"}, {"LLMD_HTTP_ALLOWED_HOSTS"},
        "Comma-separated extra Host names accepted on TCP (loopback names always are)",
        [](DaemonConfig& c, const std::string& v) {
@@ -185,7 +226,14 @@ const std::vector<Key>& Keys() {
        "Largest HTTP request body; larger gets 413", U32(&DaemonConfig::http_max_body_bytes, 1024, 64u << 20)},
       {"http_max_connections", {"--http-max-connections"}, {"LLMD_HTTP_MAX_CONNECTIONS"},
        "HTTP connections served at once; more get 503", U32(&DaemonConfig::http_max_connections, 1, 4096)},
-      {"max_connections", {"--max-connections"}, {"LLMD_MAX_CONNECTIONS"}, "Connections served at once",
+      {"http_unidentified_connections", {"--http-unidentified-connections"}, {"LLMD_HTTP_UNIDENTIFIED_CONNECTIONS"},
+       "Of http_max_connections, those TCP connections may hold before their headers are in, or with no known UID",
+       U32(&DaemonConfig::http_unidentified_connections, 1, 4095)},
+      {"http_header_timeout_ms", {"--http-header-timeout-ms"}, {"LLMD_HTTP_HEADER_TIMEOUT_MS"},
+       "Deadline for a request's headers (a new TCP connection's: from accept)",
+       U32(&DaemonConfig::http_header_timeout_ms, 10, 3600000)},
+      {"max_connections", {"--max-connections"}, {"LLMD_MAX_CONNECTIONS"},
+       "Native connections served at once, per request class (the class request_classes gives the peer)",
        U32(&DaemonConfig::max_connections, 1, 1024)},
       {"admission_wait_ms", {"--admission-wait-ms"}, {"LLMD_ADMISSION_WAIT_MS"},
        "How long a connection over the cap waits for a slot before Busy",
@@ -212,6 +260,27 @@ const std::vector<Key>& Keys() {
       {"parallel", {"--parallel", "-np"}, {"LLMD_PARALLEL"},
        "Requests decoded together (continuous batching slots), each with its own context",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.engine.sequences, 1, 64); }},
+      {"request_classes", {"--request-class"}, {"LLMD_REQUEST_CLASSES"},
+       "Comma-separated rules giving peers their class: uid:N=CLASS or gid:N=CLASS, CLASS being "
+       "interactive, normal or background, optionally /CEILING (the highest class the peer may ask for; "
+       "default: CLASS). Peers no rule names are normal",
+       [](DaemonConfig& c, const std::string& v) { return ParseClassRules(v, &c.request_classes); }},
+      {"reserved_sequences", {"--reserved-sequences"}, {"LLMD_RESERVED_SEQUENCES"},
+       "KV sequences beyond parallel kept for a higher class, which pauses a lower one to run",
+       U32(&DaemonConfig::reserved_sequences, 0, 16)},
+      {"shared_prefill_tokens", {"--shared-prefill-tokens"}, {"LLMD_SHARED_PREFILL_TOKENS"},
+       "Prompt tokens a lower class may prefill per step while an interactive request runs",
+       U32(&DaemonConfig::shared_prefill_tokens, 1, 65536)},
+      {"background_on_battery", {"--background-on-battery"}, {"LLMD_BACKGROUND_ON_BATTERY"},
+       "Background requests on battery: run, throttle or pause", Action(&DaemonConfig::background_on_battery)},
+      {"background_when_hot", {"--background-when-hot"}, {"LLMD_BACKGROUND_WHEN_HOT"},
+       "Background requests when the device is hot (hot_celsius): run, throttle or pause",
+       Action(&DaemonConfig::background_when_hot)},
+      {"hot_celsius", {"--hot-celsius"}, {"LLMD_HOT_CELSIUS"},
+       "The temperature of the hottest thermal zone from which the device counts as hot",
+       U32(&DaemonConfig::hot_celsius, 30, 150)},
+      {"sysfs_root", {"--sysfs-root"}, {"LLMD_SYSFS_ROOT"},
+       "Where the battery and thermal state are read (default /sys)", Str(&DaemonConfig::sysfs_root)},
       {"max_sessions", {"--max-sessions"}, {"LLMD_MAX_SESSIONS"},
        "Chat sessions kept; the least recently used is dropped beyond this",
        U32(&DaemonConfig::max_sessions, 1, 100000)},
@@ -526,13 +595,12 @@ std::string HelpText() {
 Status Validate(const DaemonConfig& c) {
   if (c.engine.model_path.empty()) return InvalidArgumentError("model_path is required (--model PATH)");
   if (Status s = c.sampling.Validate(); !s.ok()) return s;
-  if (!c.ollama_listen.empty() && c.api_key_file.empty()) {
-    return InvalidArgumentError("ollama_listen needs api_key_file: TCP clients have no peer credentials, so they "
-                                "must send the key (Authorization: Bearer KEY)");
-  }
-  if (!c.http_listen.empty() && c.api_key_file.empty()) {
-    return InvalidArgumentError("http_listen needs api_key_file: TCP clients have no peer credentials, so "
-                                "they must send an API key");
+  // TCP connections start in the unidentified pool; the identified peers need the rest.
+  if ((!c.http_listen.empty() || !c.ollama_listen.empty()) &&
+      c.http_unidentified_connections >= c.http_max_connections) {
+    return InvalidArgumentError("http_unidentified_connections (" + std::to_string(c.http_unidentified_connections) +
+                                ") must be less than http_max_connections (" +
+                                std::to_string(c.http_max_connections) + ") when serving TCP");
   }
   return ValidateSpeculative(c.engine.speculative);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/request_class.h"
 #include "engine/types.h"
 #include "llmd/result.h"
 
@@ -51,12 +52,17 @@ struct DaemonConfig {
   std::string http_socket;           // empty: http.sock beside socket_path; "off": none
   std::string http_listen;           // loopback "HOST:PORT" for TCP; empty: no TCP
   std::string ollama_listen;         // another loopback "HOST:PORT" (Ollama's 127.0.0.1:11434); empty: none
-  std::string api_key_file;          // the key TCP clients must send (required with http_listen)
+  std::string api_key_file;          // the key TCP clients must send; none: TCP peers need an allowed UID
   std::vector<std::string> http_allowed_hosts;  // extra Host header names accepted on TCP
   uint32_t http_max_body_bytes = 1 << 20;
   uint32_t http_max_connections = 32;
+  // Of http_max_connections, those TCP connections may hold before they show who they are
+  // (their first request's headers in) and those of TCP peers with no known UID; each UID gets
+  // a fair share of them, and of the rest (docs/security.md, "How much").
+  uint32_t http_unidentified_connections = 8;
+  uint32_t http_header_timeout_ms = 2000;  // a request's headers, from its first byte (a new TCP connection's: from accept)
 
-  uint32_t max_connections = 4;      // served at once
+  uint32_t max_connections = 4;      // native connections served at once, per request class
   uint32_t admission_wait_ms = 1000; // how long a connection over the cap may wait for a slot
   uint32_t rate_limit = 100;         // requests per second per peer UID (burst the same)
   uint32_t frame_timeout_ms = 10000; // to receive a whole frame once it has started
@@ -70,6 +76,20 @@ struct DaemonConfig {
   uint32_t max_sessions = 64;        // chat sessions kept (least recently used dropped first)
   // Host memory for recurrent-state checkpoints of a hybrid model (prefix reuse), all slots.
   uint32_t checkpoint_budget_mb = 256;
+
+  // Request classes (docs/config.md, "Request classes"): each rule gives the peers of a UID or
+  // GID their default class and their ceiling ("uid:1001=interactive", "gid:50=background/normal").
+  std::vector<ClassRule> request_classes;
+  // KV sequences beyond `parallel`, kept for a higher class: an interactive request arriving
+  // while lower work fills every slot takes one, and a lower slot is paused for it.
+  uint32_t reserved_sequences = 1;
+  // While an interactive request runs, the prompt tokens a lower class may prefill per step.
+  uint32_t shared_prefill_tokens = 64;
+  // What background work does on battery and when the device is hot: run, throttle, pause.
+  std::string background_on_battery = "throttle";
+  std::string background_when_hot = "throttle";
+  uint32_t hot_celsius = 85;         // the hottest thermal zone at or above this is hot
+  std::string sysfs_root = "/sys";   // where the battery and thermal state are read (tests: a fake tree)
   // Idle this long, a model frees its KV cache, recurrent states and scratch (the weights
   // stay; the next request makes them again). 0: never.
   int64_t idle_release_after_ms = 5 * 60 * 1000;

@@ -118,6 +118,41 @@ TEST(Config, DevicePlacementKeys) {
   EXPECT_EQ(Parse({"-m", "m", "--gpu-layers", "12"})->config.engine.gpu_layers, 12);
 }
 
+TEST(Config, RequestClassRulesAndTheDeviceKeys) {
+  std::string toml = WriteToml("model_path = \"m.gguf\"\nrequest_classes = [\"uid:1001=interactive\", "
+                               "\"gid:50=background/normal\"]\nbackground_on_battery = \"pause\"\n");
+  auto r = Parse({"--config", toml, "--reserved-sequences", "2"});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const auto& rules = r->config.request_classes;
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].uid, 1001u);
+  EXPECT_EQ(rules[0].default_class, RequestClass::kInteractive);
+  EXPECT_EQ(rules[0].ceiling, RequestClass::kInteractive);
+  EXPECT_EQ(rules[1].gid, 50u);
+  EXPECT_EQ(rules[1].default_class, RequestClass::kBackground);
+  EXPECT_EQ(rules[1].ceiling, RequestClass::kNormal);
+  EXPECT_EQ(r->config.reserved_sequences, 2u);
+  EXPECT_EQ(r->config.background_on_battery, "pause");
+  EXPECT_EQ(r->config.background_when_hot, "throttle");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"uid:1001", "is not uid:N=CLASS"},
+      {"pid:1=normal", "rules name a uid or a gid"},
+      {"uid:x=normal", "not an integer"},
+      {"uid:1=urgent", "a class is interactive, normal or background"},
+      {"uid:1=interactive/background", "the default class is above the ceiling"},
+  };
+  for (const auto& [rule, why] : bad) {
+    auto refused = Parse({"-m", "m", "--request-class", rule});
+    ASSERT_FALSE(refused.has_value()) << rule;
+    EXPECT_NE(refused.error().message().find(why), std::string::npos) << refused.error().message();
+    EXPECT_NE(refused.error().message().find("request_classes"), std::string::npos) << refused.error().message();
+  }
+  auto action = Parse({"-m", "m", "--background-when-hot", "stop"});
+  ASSERT_FALSE(action.has_value());
+  EXPECT_NE(action.error().message().find("must be run, throttle or pause"), std::string::npos);
+}
+
 TEST(Config, TomlErrorsAreClear) {
   std::string bad = WriteToml("temperature = \n");
   auto r = Parse({"--config", bad});
@@ -286,6 +321,26 @@ TEST(Config, DraftModelIsAPathOrAModelName) {
             "draft_model '/nonexistent/draft.gguf' is neither a file nor one of the models (big, small)");
   EXPECT_EQ(path(parse({"-m", "big.gguf", "--speculative", "ngram"})), "");
   ::unlink(file.c_str());
+}
+
+// TCP needs no API key (loopback peers are identified by UID), but it needs room for
+// identified peers beside the connections that have not shown who they are.
+TEST(Config, TcpListenersNeedNoKeyButRoomBesideTheUnidentifiedPool) {
+  auto keyless = Parse({"-m", "m", "--http-listen", "127.0.0.1:0", "--ollama-listen", "127.0.0.1:0"});
+  ASSERT_TRUE(keyless.has_value()) << keyless.error().ToString();
+  EXPECT_EQ(keyless->config.http_unidentified_connections, 8u);
+  EXPECT_EQ(keyless->config.http_header_timeout_ms, 2000u);
+  auto tight = Parse({"-m", "m", "--http-listen", "127.0.0.1:0", "--http-max-connections", "8"});
+  ASSERT_FALSE(tight.has_value());
+  EXPECT_NE(tight.error().message().find("http_unidentified_connections (8) must be less than http_max_connections (8)"),
+            std::string::npos)
+      << tight.error().message();
+  EXPECT_TRUE(Parse({"-m", "m", "--http-max-connections", "8"}).has_value()) << "no TCP: the pool is unused";
+  auto set = Parse({"-m", "m", "--http-listen", "127.0.0.1:0", "--http-max-connections", "8",
+                    "--http-unidentified-connections", "2", "--http-header-timeout-ms", "500"});
+  ASSERT_TRUE(set.has_value()) << set.error().ToString();
+  EXPECT_EQ(set->config.http_unidentified_connections, 2u);
+  EXPECT_EQ(set->config.http_header_timeout_ms, 500u);
 }
 
 TEST(Config, HelpListsTheSpeculativeKeysAndTheBenchmarkFlags) {

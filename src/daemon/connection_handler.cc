@@ -289,6 +289,8 @@ class Handler {
     settings.repeat_penalty = p.repeat_penalty;
     settings.seed = p.seed;
     settings.draft_max = p.draft_max;
+    if (p.request_class) settings.request_class = static_cast<RequestClass>(*p.request_class);  // checked when read
+    settings.peer = {peer_.uid, peer_.gid};
     sched::ApplyGenerationSettings(settings, c, &job);
     if (p.constraint) {
       LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));

@@ -97,6 +97,9 @@ Result<config::DaemonConfig> ModelConfig(const config::DaemonConfig& c, const st
   if (config::IsEmbeddingModel(c, name)) {
     one.engine.embeddings = true;
     one.engine.sequences = 1;
+  } else {
+    // `parallel` slots run in a step; the reserved ones are for a higher class (StepPolicy).
+    one.engine.sequences = std::min<int32_t>(64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences));
   }
   return one;
 }
@@ -152,6 +155,7 @@ Status Daemon::Start() {
   rate_limiter_ = std::make_unique<sched::RateLimiter>(c.rate_limit, RealClock::Get());
   ctx_ = std::make_unique<ServerContext>(std::make_shared<const config::DaemonConfig>(c), *rate_limiter_);
   memory_guard_ = std::make_unique<sched::MemoryGuard>(c.memory_floor_mb << 20);
+  device_monitor_ = std::make_unique<sched::DeviceConditionsMonitor>(c.sysfs_root, RealClock::Get());
   policy_ = std::make_unique<transport::AccessPolicy>(c.allowed_uids, c.allowed_gids);
 
   // The memory budget is checked before loading and after each model; models are never
@@ -219,6 +223,15 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   options.batch_tokens = c.engine.batch_tokens;
   options.max_sessions = c.max_sessions;
   options.memory_guard = memory_guard_.get();
+  options.decode_width = static_cast<size_t>(c.engine.sequences);
+  options.shared_prefill_tokens = c.shared_prefill_tokens;
+  // Validated when the config was read.
+  const sched::BackgroundPolicy background{*sched::ParseBackgroundAction(c.background_on_battery),
+                                           *sched::ParseBackgroundAction(c.background_when_hot),
+                                           static_cast<double>(c.hot_celsius)};
+  options.background_mode = [monitor = device_monitor_.get(), background] {
+    return sched::DecideBackground(background, monitor->Current());
+  };
   options.checkpoint_budget_bytes = static_cast<uint64_t>(c.checkpoint_budget_mb) << 20;
   options.idle_release_after_ms = c.idle_release_after_ms > 0 ? c.idle_release_after_ms : -1;  // 0: never
   if (const int64_t watchdog_ms = WatchdogIntervalMs(); watchdog_ms > 0) {
@@ -373,7 +386,9 @@ void Daemon::ServeWaiting() {
     if (TriageWaiting(*w.conn, w.peer, *ctx_)) continue;
     if (StartHandler(w.conn, w.peer)) continue;
     if (w.deadline_ms <= now) {
-      RefuseBusy(*w.conn, "busy: all " + std::to_string(cap) + " connections are in use; retry with backoff");
+      const char* class_name = RequestClassName(ConnectionClass(w.peer));
+      RefuseBusy(*w.conn, "busy: all " + std::to_string(cap) + " " + class_name +
+                              " connections are in use; retry with backoff");
     } else {
       still.push_back(std::move(w));
     }
@@ -384,13 +399,24 @@ void Daemon::ServeWaiting() {
 // Starts a handler for the connection if a slot is free (taking the connection); false
 // leaves it with the caller.
 bool Daemon::StartHandler(std::unique_ptr<transport::FrameConnection>& conn, const transport::PeerCred& peer) {
-  if (handlers_.active() >= ctx_->config()->max_connections) return false;
+  std::atomic<uint32_t>& running = class_handlers_[ClassIndex(ConnectionClass(peer))];
+  if (running.load() >= ctx_->config()->max_connections) return false;
   // Shared only because std::function must be copyable; the handler is its one user.
   std::shared_ptr<transport::FrameConnection> owned(std::move(conn));
   ServerContext* ctx = ctx_.get();  // outlives the handlers: Shutdown joins them first
-  // Cannot fail: only this thread starts handlers, and max_connections <= the ceiling.
-  (void)handlers_.TryStart([owned, peer, ctx] { ServeConnection(*owned, peer, *ctx); });
+  ++running;
+  // Cannot fail: only this thread starts handlers, and 3 x max_connections <= the ceiling.
+  (void)handlers_.TryStart([owned, peer, ctx, &running] {
+    ServeConnection(*owned, peer, *ctx);
+    --running;
+  });
   return true;
+}
+
+// The class the config gives the peer: its requests may lower it, never raise it, so it is
+// the class its connection is counted in.
+RequestClass Daemon::ConnectionClass(const transport::PeerCred& peer) const {
+  return ResolveClass(ctx_->config()->request_classes, {peer.uid, peer.gid}, std::nullopt);
 }
 
 void Daemon::Reload() {

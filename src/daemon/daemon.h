@@ -7,6 +7,7 @@
 #ifndef LLMD_DAEMON_DAEMON_H_
 #define LLMD_DAEMON_DAEMON_H_
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "config/config.h"
 #include "daemon/http_frontend.h"
 #include "daemon/server_context.h"
+#include "sched/device_conditions.h"
 #include "sched/memory_guard.h"
 #include "transport/frame_connection.h"
 #include "transport/peer_cred.h"
@@ -52,20 +54,25 @@ class Daemon {
   std::unique_ptr<sched::RateLimiter> rate_limiter_;
   std::unique_ptr<ServerContext> ctx_;                // uses rate_limiter_
   std::unique_ptr<sched::MemoryGuard> memory_guard_;  // before workers_: outlives them
+  std::unique_ptr<sched::DeviceConditionsMonitor> device_monitor_;  // likewise
   std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
   std::unique_ptr<transport::UnixListener> listener_;
   std::unique_ptr<HttpFrontend> http_;  // after workers_: destroyed (stopped) before them
   std::thread accept_thread_;
   std::thread reload_thread_;
 
-  // Native connections: at most max_connections handlers (owned, joined at shutdown);
-  // others wait, bounded, in waiting_.
+  // Native connections: at most max_connections handlers per request class (the class the
+  // config gives the peer), so background connections never keep an interactive one waiting
+  // (owned, joined at shutdown); others wait, bounded, in waiting_.
   struct Waiting {
     std::unique_ptr<transport::FrameConnection> conn;
     transport::PeerCred peer;
     int64_t deadline_ms;
   };
+  RequestClass ConnectionClass(const transport::PeerCred& peer) const;
   HandlerThreads handlers_;
+  // Handlers running, per class; each handler gives its own back as it ends.
+  std::array<std::atomic<uint32_t>, kRequestClasses> class_handlers_{};
   std::deque<Waiting> waiting_;    // accept thread only (and Shutdown, after it joined)
   // Set by the accept loop when it stopped accepting because llmd was idle for
   // idle_exit_after under socket activation: connections that come later wait in systemd's

@@ -11,6 +11,7 @@
 #include "http/ollama/ollama_routes.h"
 #include "http/openai/openai_routes.h"
 #include "http/responses/responses_routes.h"
+#include "transport/loopback_peer.h"
 
 namespace llmd::daemon {
 namespace {
@@ -41,12 +42,13 @@ Result<std::unique_ptr<transport::UnixListener>> OpenHttpSocket(const config::Da
   return transport::UnixListener::Open(lo);
 }
 
-// A loopback TCP listener on `address`; TCP peers need the API key, read on first use. Adds the
-// Host headers a loopback client sends to it to api->allowed_hosts: anything else may be DNS
-// rebinding. `bound` gets the address with the port resolved.
+// A loopback TCP listener on `address`; with api_key_file, TCP peers need its key (read on
+// first use), else an allowed UID. Adds the Host headers a loopback client sends to it to
+// api->allowed_hosts: anything else may be DNS rebinding. `bound` gets the address with the
+// port resolved.
 Status ListenLoopback(const config::DaemonConfig& c, const std::string& address, http::ApiOptions* api, int* fd,
                       std::string* bound) {
-  if (api->api_key.empty()) {
+  if (api->api_key.empty() && !c.api_key_file.empty()) {
     LLMD_ASSIGN_OR_RETURN(api->api_key, ReadApiKey(c.api_key_file));
   }
   int port = 0;
@@ -66,6 +68,8 @@ Status ListenLoopback(const config::DaemonConfig& c, const std::string& address,
 void ApplyConnectionLimits(const config::DaemonConfig& c, http::ServerOptions* so) {
   so->max_body_bytes = c.http_max_body_bytes;
   so->max_connections = c.http_max_connections;
+  so->max_unidentified_connections = c.http_unidentified_connections;
+  so->header_timeout_ms = static_cast<int>(c.http_header_timeout_ms);
   so->idle_timeout_ms = static_cast<int>(c.idle_timeout_ms);
   so->request_timeout_ms = static_cast<int>(c.frame_timeout_ms);
   so->write_timeout_ms = static_cast<int>(c.write_timeout_ms);
@@ -76,7 +80,7 @@ void ApplyConnectionLimits(const config::DaemonConfig& c, http::ServerOptions* s
 std::optional<http::Peer> AdmitPeer(int fd, const transport::AccessPolicy& policy, LogRateLimiter* reject_log) {
   auto peer = transport::GetPeerCred(fd);
   if (peer.has_value() && policy.Allows(*peer)) {
-    return http::Peer{false, peer->uid, peer->gid, peer->pid};
+    return http::Peer{false, peer->uid, peer->gid, peer->pid, true, true};
   }
   long suppressed = 0;
   if (reject_log->Allow(&suppressed)) {
@@ -85,6 +89,21 @@ std::optional<http::Peer> AdmitPeer(int fd, const transport::AccessPolicy& polic
          {"pid", peer.has_value() ? std::to_string(peer->pid) : "?"}, {"suppressed", std::to_string(suppressed)}});
   }
   return std::nullopt;
+}
+
+// A loopback TCP peer, by the kernel's socket table: its UID (and that UID's primary group),
+// and whether the allowlist allows it. One the table does not name is unidentified; the router
+// refuses it unless it sends the API key.
+http::Peer IdentifyTcpPeer(int fd, const transport::AccessPolicy& policy) {
+  http::Peer peer;
+  peer.tcp = true;
+  auto cred = transport::LoopbackPeerCred(fd);
+  if (!cred.has_value()) return peer;
+  peer.identified = true;
+  peer.uid = cred->uid;
+  peer.gid = cred->gid;
+  peer.allowed = policy.Allows(*cred);
+  return peer;
 }
 
 // The APIs served, each a front end of its own (src/http/<api>/); the first is the default,
@@ -133,6 +152,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
   ApplyConnectionLimits(c, &so);
   HttpFrontend* self = f.get();
   so.admit = [self, &policy](int fd) { return AdmitPeer(fd, policy, &self->reject_log_); };
+  so.identify_tcp = [&policy](int fd) { return IdentifyTcpPeer(fd, policy); };
   http::ApiRouter* router = f->router_.get();
   so.handler = [router](const http::Request& req, http::Responder& out) { router->Handle(req, out); };
   so.error_body = [router](std::string_view path, const http::ApiError& e) { return router->ErrorBody(path, e); };

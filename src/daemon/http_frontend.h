@@ -1,7 +1,9 @@
 // HttpFrontend: the daemon's HTTP API. Opens its Unix socket (same mode, group, lock-file
 // rules and credential allowlist as the native socket) and, when configured, loopback TCP
-// listeners guarded by the API key (http_listen, and ollama_listen where Ollama clients look);
-// then serves the ApiRouter (the OpenAI, Responses, Anthropic and Ollama APIs) on all of them.
+// listeners (http_listen, and ollama_listen where Ollama clients look), whose peers are
+// identified by UID from the kernel's socket table and held to the same allowlist, or to the
+// API key when api_key_file is set; then serves the ApiRouter (the OpenAI, Responses,
+// Anthropic and Ollama APIs) on all of them.
 //
 // Thread-safety: Start and Stop on the daemon's main thread. Lifetime: `ctx` and `policy`
 // must outlive this.

@@ -31,8 +31,9 @@ struct LocalEngine::Impl {
   std::atomic<uint64_t> next_chat{0};
   std::atomic<uint64_t> epoch{0};               // Reset count: chats compare it to start over
 
-  static sched::WorkerOptions WorkerOptionsFor() {
+  static sched::WorkerOptions WorkerOptionsFor(const LocalEngineOptions& options) {
     sched::WorkerOptions w;
+    w.decode_width = static_cast<size_t>(options.sequences);  // the reserved ones are for a higher class
     w.queue_depth = 1024;        // in-process callers wait their turn rather than being refused
     w.max_sessions = 1u << 20;   // the app owns its chats; none is dropped behind its back
     return w;
@@ -51,6 +52,7 @@ struct LocalEngine::Impl {
     job.stop = o.stop;
     job.sanitize = options.sanitize;
     job.stream = static_cast<bool>(on_text);
+    job.request_class = static_cast<RequestClass>(o.request_class);  // the same values
     auto channel = job.channel;
     std::shared_lock<std::shared_mutex> lock(mu);
     if (!worker) return UnavailableError("the engine was released");
@@ -99,7 +101,10 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, 
   engine::EngineConfig config;
   config.model_path = path;
   config.context_tokens = options.context_tokens;
-  config.sequences = options.sequences;
+  if (options.sequences < 1 || options.reserved_sequences < 0) {
+    return InvalidArgumentError("sequences must be >= 1 and reserved_sequences >= 0");
+  }
+  config.sequences = options.sequences + options.reserved_sequences;
   config.threads = options.threads;
   config.gpu_layers = options.gpu_layers;
   auto engine = engine::NewLlamaEngine();
@@ -110,7 +115,7 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, 
   impl->options = options;
   impl->load_ms = load_ms;
   impl->last.load_ms = load_ms;
-  impl->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor());
+  impl->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor(options));
   return std::unique_ptr<LocalEngine>(new LocalEngine(std::move(impl)));
 }
 
@@ -158,7 +163,7 @@ void LocalEngine::Reset() {
   if (!impl_->worker) return;
   // A fresh worker over the same engine starts with empty memory and no sessions.
   auto engine = impl_->worker->Release();
-  impl_->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor());
+  impl_->worker = std::make_unique<sched::EngineWorker>(std::move(engine), Impl::WorkerOptionsFor(impl_->options));
   ++impl_->epoch;
 }
 

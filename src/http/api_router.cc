@@ -11,8 +11,8 @@
 namespace llmd::http {
 namespace {
 
-// TCP peers have no uid: they share one rate-limit bucket of their own.
-constexpr uint32_t kTcpRateBucket = 0xFFFFFFFEu;
+// TCP peers with no known uid share one rate-limit bucket of their own.
+constexpr uint32_t kUnidentifiedRateBucket = 0xFFFFFFFEu;
 
 std::string RetryAfterSeconds(int64_t wait_ms) { return std::to_string(std::max<int64_t>(1, (wait_ms + 999) / 1000)); }
 
@@ -106,10 +106,26 @@ std::optional<ApiError> ApiRouter::CheckTcpPeer(const Request& req, const FrontE
       return ApiError{403, "permission_error", "origin_not_allowed", "cross-origin requests are not allowed", {}};
     }
   }
-  if (req.path != "/health" && !front_end.HasKey(req, options_.api_key)) {
+  if (req.path == "/health") return std::nullopt;
+  return CheckTcpCaller(req, front_end);
+}
+
+std::optional<ApiError> ApiRouter::CheckTcpCaller(const Request& req, const FrontEnd& front_end) const {
+  if (!options_.api_key.empty()) {
+    if (front_end.HasKey(req, options_.api_key)) return std::nullopt;
     return ApiError{401, "authentication_error", "invalid_api_key",
                     "a valid API key is required: Authorization: Bearer <key from api_key_file>",
                     {{"WWW-Authenticate", "Bearer"}}};
+  }
+  if (!req.peer.identified) {
+    return ApiError{401, "authentication_error", "peer_unidentified",
+                    "this connection's owner is not in the kernel's socket table (not a process of this host's "
+                    "network), so its user cannot be told; use the Unix socket, or an API key (api_key_file)",
+                    {}};
+  }
+  if (!req.peer.allowed) {
+    return ApiError{403, "permission_error", "uid_not_allowed",
+                    "uid " + std::to_string(req.peer.uid) + " may not use this API (allowed_uids, allowed_gids)", {}};
   }
   return std::nullopt;
 }
@@ -119,7 +135,8 @@ std::optional<ApiError> ApiRouter::CheckCanServe(const Request& req) const {
     return ApiErrorOf(UnavailableError("the model is still loading; retry shortly").WithReason(ErrorReason::kModelLoading));
   }
   if (state_.stopping()) return ApiErrorOf(sched::ShuttingDownError());
-  const uint32_t bucket = req.peer.tcp ? kTcpRateBucket : req.peer.uid;
+  const bool known = !req.peer.tcp || req.peer.identified;  // Unix-socket peers always are
+  const uint32_t bucket = known ? req.peer.uid : kUnidentifiedRateBucket;
   if (int64_t wait_ms = state_.rate_limiter().Acquire(bucket); wait_ms > 0) {
     return ApiError{429, "rate_limit_error", "rate_limit_exceeded",
                     "rate limited, retry after " + std::to_string(wait_ms) + " ms",

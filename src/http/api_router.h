@@ -1,6 +1,8 @@
 // ApiRouter: the daemon's HTTP application. It does the checks every API shares, in order:
 // a TCP peer must send an allowed Host (against DNS rebinding), no foreign Origin (no CORS,
-// ever) and, except for /health, the API key; then /health and /metrics are answered; then
+// ever) and, except for /health, the API key when there is one, or else be identified (the
+// kernel's socket table names its UID) and allowed by the UID/GID allowlist; then /health and
+// /metrics are answered; then
 // the models must be loaded and the daemon not stopping, and the peer within its rate limit.
 // What passes goes to the front end that claims the path (front_end.h). The first registered
 // is the default: it is asked last, so it may claim a wide prefix ("/v1/") that others refine,
@@ -41,8 +43,11 @@ class ApiRouter {
  private:
   // Returns the HTTP status sent, 0 when the client left first.
   int Route(const Request& request, Responder& out, FrontEnd& front_end, bool claimed);
-  // The refusal of a TCP peer (Host, Origin, key), if any.
+  // The refusal of a TCP peer (Host, Origin, then CheckTcpCaller), if any.
   std::optional<ApiError> CheckTcpPeer(const Request& request, const FrontEnd& front_end) const;
+  // The refusal of a TCP caller who may not use the API: no right key when there is one; with
+  // none, an unidentified peer (401) or a UID the allowlist refuses (403).
+  std::optional<ApiError> CheckTcpCaller(const Request& request, const FrontEnd& front_end) const;
   // The refusal of a request the daemon cannot take now (loading, stopping, rate), if any.
   std::optional<ApiError> CheckCanServe(const Request& request) const;
   int Health(const Request& request, Responder& out, const FrontEnd& front_end);

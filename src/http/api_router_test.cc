@@ -129,6 +129,48 @@ TEST_F(ApiRouterTest, RefusalsComeInTheShapeOfThePathsApi) {
   EXPECT_TRUE(loading.body_.starts_with("other:")) << loading.body_;
 }
 
+// With an API key, the key decides, whatever the UID; without one, a TCP peer needs a UID the
+// kernel's socket table found and the allowlist allows. Host and Origin rules apply either way.
+TEST_F(ApiRouterTest, TcpPeersNeedTheKeyOrElseAnAllowedUid) {
+  Peer allowed{true, 1000, 1000, 0, /*identified=*/true, /*allowed=*/true};
+  Peer other = allowed;
+  other.uid = 65534;
+  other.allowed = false;
+  Peer unknown;
+  unknown.tcp = true;
+  const std::map<std::string, std::string> host = {{"host", "localhost:8080"}};
+  const auto ask = [&](ApiRouter& router, const Peer& peer, const std::string& path,
+                       std::map<std::string, std::string> headers) {
+    Request req;
+    req.method = path == "/health" ? "GET" : "POST";
+    req.path = path;
+    req.peer = peer;
+    req.headers = std::move(headers);
+    Recorder out;
+    router.Handle(req, out);
+    return out;
+  };
+  EXPECT_EQ(ask(router_, allowed, "/v1/chat", host).status_, 401) << "a key is set: an allowed UID still needs it";
+  auto keyed = host;
+  keyed["authorization"] = "Bearer 0123456789abcdef";
+  EXPECT_EQ(ask(router_, unknown, "/v1/chat", keyed).status_, 200) << "the key admits whoever sends it";
+
+  ApiOptions no_key;
+  no_key.allowed_hosts = {"localhost:8080"};
+  ApiRouter keyless(state_, no_key);
+  keyless.Register(std::make_unique<TagFrontEnd>("default", "/v1/"));
+  keyless.Register(std::make_unique<TagFrontEnd>("other", "/api/"));
+  EXPECT_EQ(ask(keyless, allowed, "/v1/chat", host).status_, 200);
+  const Recorder refused = ask(keyless, other, "/api/chat", host);
+  EXPECT_EQ(refused.status_, 403);
+  EXPECT_EQ(refused.body_, "other:uid 65534 may not use this API (allowed_uids, allowed_gids)");
+  const Recorder unidentified = ask(keyless, unknown, "/v1/chat", host);
+  EXPECT_EQ(unidentified.status_, 401);
+  EXPECT_NE(unidentified.body_.find("not in the kernel's socket table"), std::string::npos) << unidentified.body_;
+  EXPECT_EQ(ask(keyless, unknown, "/health", host).status_, 200) << "health needs no identity";
+  EXPECT_EQ(ask(keyless, allowed, "/v1/chat", {{"host", "evil.example"}}).status_, 403) << "Host still checked";
+}
+
 TEST_F(ApiRouterTest, AnExceptionIsA500InTheApisShape) {
   const Recorder r = Get("/api/throw");
   EXPECT_EQ(r.status_, 500);

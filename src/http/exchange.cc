@@ -1,3 +1,4 @@
+#include "http/request_class_fields.h"
 #include "http/exchange.h"
 
 #include <algorithm>
@@ -133,8 +134,13 @@ ExchangeEnd EndOf(std::vector<std::unique_ptr<Choice>>& choices, const sched::Ru
 
 }  // namespace
 
-ExchangeEnv ServerEnv(sched::ServerState& state, Responder& out) {
+ExchangeEnv ServerEnv(sched::ServerState& state, const Request& request, Responder& out) {
   ExchangeEnv env;
+  if (request.peer.identified) {
+    env.peer.uid = request.peer.uid;
+    if (request.peer.gid != kNoGid) env.peer.gid = request.peer.gid;
+  }
+  env.class_header = request.header(kRequestClassHeader);
   env.config = state.config();
   env.default_model = state.models().empty() ? std::string() : state.models().front().first;
   env.peer_fd = out.fd();
@@ -158,6 +164,11 @@ int RunExchange(GenerationRequest request, const ExchangeOptions& options, Reply
         "model '" + model + "' is loaded for embeddings (embedding_models); it does not generate")));
   }
   if (options.count_only) request.stream = false;
+  if (!request.request_class) {
+    auto header_class = RequestClassHeader(env.class_header);
+    if (!header_class.has_value()) return sink.Fail(ApiErrorOf(header_class.error()));
+    request.request_class = *header_class;
+  }
   sched::RunRequest base;
   base.api = options.api;
   base.model = request.model;
@@ -166,7 +177,7 @@ int RunExchange(GenerationRequest request, const ExchangeOptions& options, Reply
   base.guard = !c.guard_model.empty() && !options.count_only;
   base.guarded_prompt = GuardedPrompt(request);
   const uint32_t n = std::max<uint32_t>(1, request.n);
-  base.job = MakeGenerationJob(request, c);
+  base.job = MakeGenerationJob(request, c, env.peer);
   base.job.count_only = options.count_only;
   if (Status s = base.job.options.sampling.Validate(); !s.ok()) return sink.Fail(ApiErrorOf(s));
   base.peer_fd = env.peer_fd;

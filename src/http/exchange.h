@@ -99,6 +99,8 @@ struct ExchangeEnv {
   std::shared_ptr<const config::DaemonConfig> config;
   std::string default_model;  // the model of a request that names none
   int peer_fd = -1;           // watched for the client hanging up; -1: none
+  PeerIdentity peer;          // who sent the request (its class's default and ceiling)
+  std::string class_header;   // X-Llmd-Class, "" when absent
   // Runs a request to its outcome (sched::RequestRunner).
   std::function<sched::RunOutcome(sched::RunRequest)> run;
   // Starts `task` on a thread the server owns and counts; false (nothing runs) when none is
@@ -111,7 +113,7 @@ struct ExchangeEnv {
 };
 
 // The daemon's: its config, models, request runner and the connection's server threads.
-ExchangeEnv ServerEnv(sched::ServerState& state, Responder& out);
+ExchangeEnv ServerEnv(sched::ServerState& state, const Request& request, Responder& out);
 
 // Runs `request` and answers it through `sink`. Returns the HTTP status sent, 0 when the
 // client left first.

@@ -166,6 +166,37 @@ TEST(Exchange, TheJobCarriesTheRequestAndTheServersCaps) {
   EXPECT_FALSE(runs[0].guard);
 }
 
+TEST(Exchange, TheClassComesFromTheBodyOrTheHeaderAndStaysUnderThePeersCeiling) {
+  ScriptedEnv s(Script{{"Hi"}});
+  auto c = std::make_shared<config::DaemonConfig>(*s.env.config);
+  c->request_classes = {{.uid = 1001, .default_class = RequestClass::kNormal, .ceiling = RequestClass::kInteractive}};
+  s.env.config = c;
+  RecordingResponder out;
+  OpenAiSink sink(out, OpenAiContext(false));
+  // The configured peer asks for interactive in the header; another peer asks the same.
+  s.env.peer = {1001, 1001};
+  s.env.class_header = "interactive";
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, sink, s.env), 200);
+  s.env.peer = {2002, 2002};
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, sink, s.env), 200);
+  // The body's field wins over the header.
+  GenerationRequest lowered = Chat(false);
+  lowered.request_class = RequestClass::kBackground;
+  EXPECT_EQ(RunExchange(lowered, {"openai", "call_"}, sink, s.env), 200);
+  const auto runs = s.requests();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].job.request_class, RequestClass::kInteractive);
+  EXPECT_EQ(runs[0].job.peer_uid, 1001u);
+  EXPECT_EQ(runs[1].job.request_class, RequestClass::kNormal);  // above its ceiling
+  EXPECT_EQ(runs[2].job.request_class, RequestClass::kBackground);
+
+  s.env.class_header = "urgent";
+  RecordingResponder refused;
+  OpenAiSink refused_sink(refused, OpenAiContext(false));
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, refused_sink, s.env), 400);
+  EXPECT_EQ(s.requests().size(), 3u);
+}
+
 TEST(Exchange, AnEmbeddingModelOrBadSamplingIsRefusedBeforeAnyRun) {
   ScriptedEnv s(Script{{"Hi"}});
   {

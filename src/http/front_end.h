@@ -21,7 +21,7 @@ namespace llmd::http {
 
 // What the daemon tells every front end about itself.
 struct ApiOptions {
-  std::string api_key;                     // required from TCP peers; empty: TCP is refused
+  std::string api_key;                     // required from TCP peers; empty: TCP peers need an allowed UID
   std::vector<std::string> allowed_hosts;  // Host header values TCP peers may send
   int64_t started_unix = 0;                // when the daemon started (models' "created")
 };

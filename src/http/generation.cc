@@ -7,7 +7,7 @@
 
 namespace llmd::http {
 
-sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c) {
+sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c, const PeerIdentity& peer) {
   sched::Job job;
   if (r.chat) {
     sched::Conversation conversation{std::move(r.messages), r.format};
@@ -33,6 +33,8 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   settings.frequency_penalty = r.frequency_penalty;
   settings.seed = r.seed;
   settings.draft_max = r.draft_max;
+  settings.request_class = r.request_class;
+  settings.peer = peer;
   sched::ApplyGenerationSettings(settings, c, &job);
   engine::SamplingParams& p = job.options.sampling;
   p.logit_bias = r.logit_bias;

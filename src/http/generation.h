@@ -22,7 +22,8 @@ namespace llmd::http {
 // none, thinking from the request, else enable_thinking or thinking_models) or raw prompt, max_tokens capped by
 // max_new_tokens, draft_max capped by the server's, sampling overrides on the configured defaults.
 // Moves the messages out.
-sched::Job MakeGenerationJob(GenerationRequest& request, const config::DaemonConfig& config);
+sched::Job MakeGenerationJob(GenerationRequest& request, const config::DaemonConfig& config,
+                             const PeerIdentity& peer = {});
 
 // The user's side of the exchange, as the guard cascade judges it: the last user message
 // (chat) or the prompt.

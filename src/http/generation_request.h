@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chat/prompt_pieces.h"
+#include "common/request_class.h"
 #include "engine/types.h"
 
 namespace llmd::http {
@@ -52,6 +53,9 @@ struct GenerationRequest {
   // Ollama's keep_alive: how long the model's working memory stays after this request (0:
   // freed at once); none: the configured idle time.
   std::optional<int64_t> keep_alive_ms;
+  // Who waits on the answer (request_class_fields.h: service_tier, priority, X-Llmd-Class);
+  // none: the peer's configured class.
+  std::optional<RequestClass> request_class;
 };
 
 }  // namespace llmd::http

@@ -14,12 +14,15 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "common/handler_threads.h"
 #include "common/log.h"
 #include "http/api_error.h"
+#include "http/connection_budget.h"
 
 namespace llmd::http {
 namespace {
@@ -85,11 +88,20 @@ std::string PeekPath(int fd, int wait_ms) {
   return std::string(line.substr(start + 1, end - start - 1));
 }
 
+// Starts a task on a server thread, counted as the connection's; false when none is free.
+using StartThreadFn = std::function<bool(const std::function<void()>&)>;
+
 class ConnectionResponder final : public Responder {
  public:
-  // `threads`: the server's, for StartThread; null: none.
-  ConnectionResponder(int fd, int write_ms, bool keep_alive, HandlerThreads* threads = nullptr)
-      : fd_(fd), write_ms_(write_ms), keep_alive_(keep_alive), threads_(threads) {}
+  // `start_thread`: the server's, for StartThread; null: none. `close_on_refusal`: a 401 or
+  // 403 ends the connection (a TCP peer that has not shown it may use the API).
+  ConnectionResponder(int fd, int write_ms, bool keep_alive, StartThreadFn start_thread = nullptr,
+                      bool close_on_refusal = false)
+      : fd_(fd),
+        write_ms_(write_ms),
+        keep_alive_(keep_alive),
+        start_thread_(std::move(start_thread)),
+        close_on_refusal_(close_on_refusal) {}
 
   bool Send(int status, std::string_view content_type, std::string_view body, const Headers& extra = {}) override {
     if (state_ != State::kNone) return false;
@@ -119,9 +131,7 @@ class ConnectionResponder final : public Responder {
     return Write("0\r\n\r\n");
   }
   int fd() const override { return fd_; }
-  bool StartThread(const std::function<void()>& task) override {
-    return threads_ != nullptr && threads_->TryStart(task);
-  }
+  bool StartThread(const std::function<void()>& task) override { return start_thread_ && start_thread_(task); }
 
   bool ok() const { return ok_; }
   bool responded() const { return state_ == State::kDone; }
@@ -129,7 +139,8 @@ class ConnectionResponder final : public Responder {
 
  private:
   enum class State { kNone, kStreaming, kDone };
-  std::string Head(int status, std::string_view content_type, const Headers& extra) const {
+  std::string Head(int status, std::string_view content_type, const Headers& extra) {
+    if (close_on_refusal_ && (status == 401 || status == 403)) keep_alive_ = false;
     std::string h = StatusLine(status) + "Server: llmd\r\nContent-Type: " + std::string(content_type) + "\r\n";
     for (const auto& [k, v] : extra) h += k + ": " + v + "\r\n";
     if (!keep_alive_) h += "Connection: close\r\n";
@@ -143,10 +154,34 @@ class ConnectionResponder final : public Responder {
   const int fd_;
   const int write_ms_;
   bool keep_alive_;
-  HandlerThreads* const threads_;
+  const StartThreadFn start_thread_;
+  const bool close_on_refusal_;
   bool ok_ = true;
   State state_ = State::kNone;
 };
+
+using Parser = bhttp::request_parser<bhttp::string_body>;
+
+// One request being read: its parser, and the times by which its parts must arrive.
+struct RequestRead {
+  Parser parser;
+  int64_t start_by = 0;    // its first byte
+  int64_t headers_by = 0;  // the end of its headers; 0: header_timeout_ms after the first byte
+  int64_t request_by = 0;  // its last byte; 0 until the first byte is here
+  bool headers_seen = false;
+  bool sent_continue = false;
+
+  int64_t Deadline() const {
+    if (request_by == 0) return start_by;
+    return headers_seen ? request_by : std::min(headers_by, request_by);
+  }
+};
+
+// The target's path, without its query string.
+std::string PathOf(boost::beast::string_view target) {
+  const std::string_view t(target.data(), target.size());
+  return std::string(t.substr(0, t.find('?')));
+}
 
 }  // namespace
 
@@ -156,63 +191,93 @@ std::string Request::header(const std::string& name) const {
 }
 
 struct HttpServer::Impl {
-  explicit Impl(ServerOptions o) : options(std::move(o)), handlers(options.max_connections) {}
+  Impl(ServerOptions o, size_t unidentified)
+      : options(std::move(o)), budget(options.max_connections, unidentified), handlers(options.max_connections) {}
+
+  using Pool = ConnectionBudget::Pool;
+  // A connection's slot, shared by its thread and the functions it hands out.
+  using SlotPtr = std::shared_ptr<ConnectionBudget::Slot>;
 
   ServerOptions options;
   std::atomic<bool> stopping{false};
   std::thread accept_thread;
+  ConnectionBudget budget;  // who may hold the connections; outlives the threads holding its slots
   HandlerThreads handlers;  // one per connection, joined at Stop
 
-  enum class ReadEnd { kRequest, kClosed, kTimeout, kStopped, kBodyTooLarge, kHeaderTooLarge, kBad };
+  enum class ReadEnd { kRequest, kClosed, kTimeout, kStopped, kBodyTooLarge, kHeaderTooLarge, kBad, kOverBudget };
+  // Asked once a request's headers are in; false refuses it (over its budget).
+  using HeadersDone = std::function<bool()>;
 
-  // Reads one request from `fd`; `buf` keeps bytes that arrived past it (pipelining).
-  ReadEnd ReadRequest(int fd, std::string& buf, Request* out, bool* keep_alive, std::string* error) {
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
-    parser.body_limit(options.max_body_bytes);
-    parser.eager(true);
-    const int64_t idle_deadline = NowMs() + options.idle_timeout_ms;
-    int64_t request_deadline = 0;  // set when the request's first byte is here
-    bool sent_continue = false;
+  // The request's first byte is here: its deadlines start.
+  void Begin(RequestRead& rr) const {
+    if (rr.request_by != 0) return;
+    const int64_t now = NowMs();
+    rr.request_by = now + options.request_timeout_ms;
+    const int64_t headers_by = now + options.header_timeout_ms;
+    rr.headers_by = rr.headers_by == 0 ? headers_by : std::min(rr.headers_by, headers_by);
+  }
+
+  static void TakeRequest(Parser& parser, Request* out, bool* keep_alive) {
+    auto msg = parser.release();
+    out->method = std::string(msg.method_string());
+    out->path = PathOf(msg.target());
+    for (const auto& field : msg) {
+      std::string name(field.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      out->headers[name] = std::string(field.value());
+    }
+    *keep_alive = msg.keep_alive();
+    out->body = std::move(msg.body());
+  }
+
+  // Feeds what `buf` holds to the parser. A ReadEnd once the request has ended (whole, refused
+  // or malformed); nullopt while more is needed.
+  std::optional<ReadEnd> Parse(int fd, std::string& buf, RequestRead& rr, const HeadersDone& headers_done,
+                               Request* out, bool* keep_alive, std::string* error) const {
+    boost::beast::error_code ec;
+    const size_t used = rr.parser.put(boost::asio::buffer(buf.data(), buf.size()), ec);
+    buf.erase(0, used);
+    if (ec == bhttp::error::body_limit) return ReadEnd::kBodyTooLarge;
+    if (ec == bhttp::error::header_limit) return ReadEnd::kHeaderTooLarge;
+    if (ec && ec != bhttp::error::need_more) {
+      *error = ec.message();
+      return ReadEnd::kBad;
+    }
+    if (rr.parser.is_header_done() && !rr.headers_seen) {
+      rr.headers_seen = true;
+      out->path = PathOf(rr.parser.get().target());
+      if (!headers_done()) return ReadEnd::kOverBudget;
+    }
+    if (rr.parser.is_done()) {
+      TakeRequest(rr.parser, out, keep_alive);
+      return ReadEnd::kRequest;
+    }
+    if (rr.headers_seen && !rr.sent_continue) {
+      rr.sent_continue = true;
+      if (boost::beast::iequals(rr.parser.get()[bhttp::field::expect], "100-continue")) {
+        (void)WriteAll(fd, "HTTP/1.1 100 Continue\r\n\r\n", options.write_timeout_ms);
+      }
+    }
+    if (ec != bhttp::error::need_more && used == 0) {
+      *error = "unparsable request";
+      return ReadEnd::kBad;
+    }
+    return std::nullopt;
+  }
+
+  // Reads one request from `fd` by the deadlines in `rr`; `buf` keeps bytes that arrived past
+  // it (pipelining).
+  ReadEnd ReadRequest(int fd, std::string& buf, RequestRead& rr, const HeadersDone& headers_done, Request* out,
+                      bool* keep_alive, std::string* error) {
+    rr.parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+    rr.parser.body_limit(options.max_body_bytes);
+    rr.parser.eager(true);
     while (true) {
       if (!buf.empty()) {
-        if (request_deadline == 0) request_deadline = NowMs() + options.request_timeout_ms;
-        boost::beast::error_code ec;
-        size_t used = parser.put(boost::asio::buffer(buf.data(), buf.size()), ec);
-        buf.erase(0, used);
-        if (ec == bhttp::error::body_limit) return ReadEnd::kBodyTooLarge;
-        if (ec == bhttp::error::header_limit) return ReadEnd::kHeaderTooLarge;
-        if (ec && ec != bhttp::error::need_more) {
-          *error = ec.message();
-          return ReadEnd::kBad;
-        }
-        if (parser.is_done()) {
-          auto msg = parser.release();
-          out->method = std::string(msg.method_string());
-          std::string target(msg.target());
-          out->path = target.substr(0, target.find('?'));
-          for (const auto& field : msg) {
-            std::string name(field.name_string());
-            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-            out->headers[name] = std::string(field.value());
-          }
-          *keep_alive = msg.keep_alive();
-          out->body = std::move(msg.body());
-          return ReadEnd::kRequest;
-        }
-        if (parser.is_header_done() && !sent_continue) {
-          sent_continue = true;
-          auto expect = parser.get()[bhttp::field::expect];
-          if (boost::beast::iequals(expect, "100-continue")) {
-            (void)WriteAll(fd, "HTTP/1.1 100 Continue\r\n\r\n", options.write_timeout_ms);
-          }
-        }
-        if (ec != bhttp::error::need_more && used == 0) {
-          *error = "unparsable request";
-          return ReadEnd::kBad;
-        }
+        Begin(rr);
+        if (auto end = Parse(fd, buf, rr, headers_done, out, keep_alive, error)) return *end;
       }
-      const int64_t left = (request_deadline ? request_deadline : idle_deadline) - NowMs();
+      const int64_t left = rr.Deadline() - NowMs();
       if (left <= 0) return ReadEnd::kTimeout;
       if (stopping.load()) return ReadEnd::kStopped;
       pollfd p{fd, POLLIN, 0};
@@ -224,54 +289,134 @@ struct HttpServer::Impl {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
         return ReadEnd::kClosed;
       }
-      if (request_deadline == 0) request_deadline = NowMs() + options.request_timeout_ms;
+      Begin(rr);
       buf.append(chunk, static_cast<size_t>(n));
     }
   }
 
-  void Serve(int fd, const Peer& peer) {
+  // The server's answer to a request that did not arrive whole, or was refused on its headers.
+  void AnswerUnread(ReadEnd end, const RequestRead& rr, const std::string& path, ConnectionResponder& r) const {
+    const char* json = "application/json";
+    switch (end) {
+      case ReadEnd::kBodyTooLarge:
+        r.Send(413, json,
+               ServerErrorBody(options, path, 413, "request body over " + std::to_string(options.max_body_bytes) + " bytes",
+                               "request_too_large"));
+        return;
+      case ReadEnd::kHeaderTooLarge:
+        r.Send(431, json,
+               ServerErrorBody(options, path, 431,
+                               "request header over " + std::to_string(options.max_header_bytes) + " bytes",
+                               "header_too_large"));
+        return;
+      case ReadEnd::kBad:
+        r.Send(400, json, ServerErrorBody(options, path, 400, "malformed HTTP request", "bad_request"));
+        return;
+      case ReadEnd::kOverBudget:
+        r.Send(503, json, ServerErrorBody(options, path, 503, "too many connections from this user; retry later", "busy"),
+               {{"Retry-After", "1"}});
+        return;
+      case ReadEnd::kTimeout:
+        // A request that started gets told; a connection that never sent a byte is just closed.
+        if (rr.request_by != 0) {
+          r.Send(408, json, ServerErrorBody(options, path, 408, "the request did not arrive in time", "request_timeout"));
+        }
+        return;
+      case ReadEnd::kRequest:
+      case ReadEnd::kClosed:
+      case ReadEnd::kStopped:
+        return;
+    }
+  }
+
+  // Runs `task` on a server thread charged to the same holder and pool as `like`.
+  bool StartExtraThread(const ConnectionBudget::Slot& like, const std::function<void()>& task) {
+    auto extra = budget.TakeAnother(like);
+    if (!extra.has_value()) return false;
+    auto held = std::make_shared<ConnectionBudget::Slot>(std::move(*extra));
+    return handlers.TryStart([task, held]() mutable {
+      task();
+      held.reset();
+    });
+  }
+
+  // Serves `fd`'s requests until it closes, errs or stops. A TCP connection's first request
+  // must show its headers within header_timeout_ms of `accepted_ms`; then its slot moves to
+  // its UID's share (a peer with no UID stays in the unidentified pool).
+  void Serve(int fd, const Peer& peer, const SlotPtr& slot, int64_t accepted_ms) {
     std::string buf;
-    while (!stopping.load()) {
+    const StartThreadFn start_thread = [this, slot](const std::function<void()>& task) {
+      return StartExtraThread(*slot, task);
+    };
+    const HeadersDone headers_done = [&] { return !peer.identified || budget.Promote(*slot); };
+    for (bool first = true; !stopping.load(); first = false) {
       Request req;
       req.peer = peer;
       bool keep_alive = false;
       std::string error;
-      const ReadEnd end = ReadRequest(fd, buf, &req, &keep_alive, &error);
-      ConnectionResponder r(fd, options.write_timeout_ms, keep_alive && end == ReadEnd::kRequest, &handlers);
-      const char* json = "application/json";
-      switch (end) {
-        case ReadEnd::kRequest:
-          options.handler(req, r);
-          if (!r.responded() && r.ok()) {
-            r.Send(500, json, ServerErrorBody(options, req.path, 500, "the handler sent no response", "internal_error"));
-          }
-          if (!r.ok() || !r.keep_alive()) return;
-          continue;
-        case ReadEnd::kBodyTooLarge:
-          r.Send(413, json,
-                 ServerErrorBody(options, req.path, 413,
-                                 "request body over " + std::to_string(options.max_body_bytes) + " bytes",
-                                 "request_too_large"));
-          return;
-        case ReadEnd::kHeaderTooLarge:
-          r.Send(431, json,
-                 ServerErrorBody(options, req.path, 431,
-                                 "request header over " + std::to_string(options.max_header_bytes) + " bytes",
-                                 "header_too_large"));
-          return;
-        case ReadEnd::kBad:
-          r.Send(400, json, ServerErrorBody(options, req.path, 400, "malformed HTTP request", "bad_request"));
-          return;
-        case ReadEnd::kTimeout:
-          if (!buf.empty()) {
-            r.Send(408, json, ServerErrorBody(options, req.path, 408, "the request did not arrive in time", "request_timeout"));
-          }
-          return;
-        case ReadEnd::kClosed:
-        case ReadEnd::kStopped:
-          return;
+      RequestRead rr;
+      const bool unshown = first && peer.tcp;
+      rr.start_by = unshown ? accepted_ms + options.header_timeout_ms : NowMs() + options.idle_timeout_ms;
+      rr.headers_by = unshown ? rr.start_by : 0;
+      const ReadEnd end = ReadRequest(fd, buf, rr, headers_done, &req, &keep_alive, &error);
+      ConnectionResponder r(fd, options.write_timeout_ms, keep_alive && end == ReadEnd::kRequest, start_thread, peer.tcp);
+      if (end != ReadEnd::kRequest) return AnswerUnread(end, rr, req.path, r);
+      options.handler(req, r);
+      if (!r.responded() && r.ok()) {
+        r.Send(500, "application/json",
+               ServerErrorBody(options, req.path, 500, "the handler sent no response", "internal_error"));
       }
+      if (!r.ok() || !r.keep_alive()) return;
     }
+  }
+
+  // Who the peer of a new connection is; nullopt: close it unread (a Unix-socket peer the
+  // allowlist refuses).
+  std::optional<Peer> PeerOf(int fd, bool tcp) const {
+    if (tcp) {
+      Peer peer = options.identify_tcp ? options.identify_tcp(fd) : Peer{};
+      peer.tcp = true;
+      return peer;
+    }
+    std::optional<Peer> peer = options.admit ? options.admit(fd) : std::nullopt;
+    if (peer.has_value()) {
+      peer->tcp = false;
+      peer->identified = peer->allowed = true;  // SO_PEERCRED, checked by `admit`
+    }
+    return peer;
+  }
+
+  // Over the budget: a 503, in the shape of the API the request is for when its first line is
+  // already here, then close. A Unix-socket peer is given a moment to send that line; a TCP one
+  // is not, so a flood of silent connections cannot hold the accept thread.
+  void RefuseBusy(int fd, bool tcp) const {
+    ConnectionResponder r(fd, 100, false);
+    const std::string body =
+        ServerErrorBody(options, PeekPath(fd, tcp ? 0 : 50), 503, "too many connections; retry later", "busy");
+    r.Send(503, "application/json", body, {{"Retry-After", "1"}});
+    ::close(fd);
+  }
+
+  void Accept(int listener, bool tcp) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    const int64_t accepted_ms = NowMs();
+    const std::optional<Peer> peer = PeerOf(fd, tcp);
+    if (!peer.has_value()) {
+      ::close(fd);
+      return;
+    }
+    const uint64_t holder = peer->identified ? peer->uid : ConnectionBudget::kNoUid;
+    if (auto taken = budget.Take(tcp ? Pool::kUnidentified : Pool::kIdentified, holder)) {
+      auto slot = std::make_shared<ConnectionBudget::Slot>(std::move(*taken));
+      const bool started = handlers.TryStart([this, fd, peer = *peer, slot, accepted_ms]() mutable {
+        Serve(fd, peer, slot, accepted_ms);
+        ::close(fd);
+        slot.reset();  // before the thread counts as done, so the budget is never the tighter
+      });
+      if (started) return;
+    }
+    RefuseBusy(fd, tcp);
   }
 
   void AcceptLoop() {
@@ -282,31 +427,7 @@ struct HttpServer::Impl {
         continue;
       }
       for (int i = 0; i < 3; ++i) {
-        if (fds[i].fd < 0 || !(fds[i].revents & POLLIN)) continue;
-        int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0) continue;
-        Peer peer;
-        peer.tcp = i >= 1;
-        if (!peer.tcp) {
-          auto allowed = options.admit ? options.admit(fd) : std::nullopt;
-          if (!allowed) {
-            ::close(fd);
-            continue;
-          }
-          peer = *allowed;
-        }
-        const bool started = handlers.TryStart([this, fd, peer] {
-          Serve(fd, peer);
-          ::close(fd);
-        });
-        if (!started) {
-          ConnectionResponder r(fd, 100, false);
-          // Answered in the shape of the API the request is for, when its first line comes soon.
-          const std::string body =
-              ServerErrorBody(options, PeekPath(fd, 50), 503, "too many connections; retry later", "busy");
-          r.Send(503, "application/json", body, {{"Retry-After", "1"}});
-          ::close(fd);
-        }
+        if (fds[i].fd >= 0 && (fds[i].revents & POLLIN)) Accept(fds[i].fd, /*tcp=*/i >= 1);
       }
       handlers.Reap();
     }
@@ -322,7 +443,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerOptions options) {
     return InvalidArgumentError("no socket to serve HTTP on");
   }
   if (!options.handler) return InvalidArgumentError("no HTTP handler");
-  auto impl = std::make_unique<Impl>(std::move(options));
+  // TCP connections start in the unidentified pool; the Unix socket's never use it.
+  const bool tcp = options.tcp_fd >= 0 || options.second_tcp_fd >= 0;
+  if (tcp && (options.max_unidentified_connections == 0 ||
+              options.max_unidentified_connections >= options.max_connections)) {
+    return InvalidArgumentError("the unidentified connections (" + std::to_string(options.max_unidentified_connections) +
+                                ") must be at least 1 and fewer than all connections (" +
+                                std::to_string(options.max_connections) + ")");
+  }
+  const size_t unidentified = tcp ? options.max_unidentified_connections : 0;
+  auto impl = std::make_unique<Impl>(std::move(options), unidentified);
   Impl* raw = impl.get();
   impl->accept_thread = std::thread([raw] { raw->AcceptLoop(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

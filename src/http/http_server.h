@@ -5,6 +5,11 @@
 //
 // Limits: the header, the body and the number of connections are bounded; over the limit a
 // peer gets 431, 413 or 503 and the connection closes. A malformed request gets 400.
+// Connections are shared by a ConnectionBudget (connection_budget.h): a TCP connection holds a
+// slot of the small unidentified pool until its headers are in (within header_timeout_ms of
+// accept), then its UID's fair share of the rest; so a slow-header flood cannot take the
+// connections of the Unix socket's peers or of other UIDs. A TCP request refused 401 or 403
+// closes its connection: it never holds a slot it has not earned.
 //
 // Thread-safety: Start and Stop on one thread; the handler runs on connection threads, one
 // request at a time per connection. Lifetime: the handler and `admit` must outlive Stop().
@@ -26,11 +31,18 @@
 
 namespace llmd::http {
 
-// Who sent a request. Unix socket peers carry their credentials; TCP peers none.
+// No group is known for the peer (a TCP peer whose UID has no user entry); matches no allowlist.
+inline constexpr uint32_t kNoGid = 0xFFFFFFFFu;
+
+// Who sent a request. Unix socket peers carry their credentials (SO_PEERCRED). A TCP peer on
+// loopback is identified by the kernel's socket table when it can be: its UID, that UID's
+// primary group (or kNoGid), no pid.
 struct Peer {
   bool tcp = false;
   uint32_t uid = 0, gid = 0;
   int32_t pid = 0;
+  bool identified = false;  // uid and gid are the peer's (always, on the Unix socket)
+  bool allowed = false;     // the UID/GID allowlist allows it (always, on the Unix socket)
 };
 
 struct Request {
@@ -73,12 +85,20 @@ struct ServerOptions {
   int second_tcp_fd = -1;  // another one served the same way (ollama_listen), or -1
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 1024 * 1024;
-  size_t max_connections = 64;
+  size_t max_connections = 64;  // connections and a request's extra threads, all together
+  // Of max_connections, the unidentified pool: TCP connections whose first request's headers
+  // are not in yet, and TCP peers with no known UID. Must be less than max_connections when a
+  // TCP socket is served.
+  size_t max_unidentified_connections = 8;
   int idle_timeout_ms = 30000;     // waiting for a request to start
+  int header_timeout_ms = 2000;    // a request's headers, from its first byte (a new TCP connection's: from accept)
   int request_timeout_ms = 10000;  // a started request must arrive whole within this
   int write_timeout_ms = 10000;    // a peer that reads nothing for this long is dropped
   // Unix socket peers: the credentials of an allowed peer, nullopt to close at once.
   std::function<std::optional<Peer>(int fd)> admit;
+  // TCP peers: who the peer is (identified, uid, gid, allowed); null: every TCP peer is
+  // unidentified. Runs on the accept thread.
+  std::function<Peer(int fd)> identify_tcp;
   Handler handler;
   // The body of an error the server sends itself (over the connection limit, too large,
   // malformed, too slow), in the shape of the API `path` (maybe "") belongs to; null: OpenAI's.

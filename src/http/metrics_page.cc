@@ -72,6 +72,11 @@ constexpr ModelSeries kTokenAndSchedulerSeries[] = {
     {"llmd_checkpoint_misses_total", "counter",
      "Prompts sharing a resident prefix that no checkpoint covered (recomputed).",
      [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoint_misses); }},
+    {"llmd_preemptions_total", "counter",
+     "Times a running request was paused, its memory kept, so that a higher class could run.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().preemptions); }},
+    {"llmd_paused_sequences", "gauge", "Requests sitting out the last step for a higher class or the device.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().paused); }},
     {"llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
      [](sched::EngineWorker& w) { return Number(w.health().kv_cache_usage); }},
 };
@@ -158,6 +163,26 @@ void RenderLatencyHistograms(sched::ServerState& ctx, std::string* out) {
   }
 }
 
+// Per request class: the requests given a slot, and those waiting for one.
+void RenderClassSeries(sched::ServerState& ctx, std::string* out) {
+  Family(out, "llmd_class_admitted_requests_total", "counter", "Requests given a sequence slot, by request class.");
+  for (const auto& [model, w] : ctx.models()) {
+    for (int c = 0; c < kRequestClasses; ++c) {
+      *out += "llmd_class_admitted_requests_total{" + Label(model) + ",class=\"" +
+              RequestClassName(static_cast<RequestClass>(c)) + "\"} " +
+              std::to_string(w->metrics().admitted_by_class[c].load()) + "\n";
+    }
+  }
+  Family(out, "llmd_class_queue_depth", "gauge", "Requests waiting for a sequence slot, by request class.");
+  for (const auto& [model, w] : ctx.models()) {
+    const sched::WorkerStats st = w->stats();
+    for (int c = 0; c < kRequestClasses; ++c) {
+      *out += "llmd_class_queue_depth{" + Label(model) + ",class=\"" + RequestClassName(static_cast<RequestClass>(c)) +
+              "\"} " + std::to_string(st.queued_by_class[c]) + "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderMetricsPage(sched::ServerState& ctx) {
@@ -173,6 +198,7 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
   RenderModelSeries(kWorkingMemoryReleases, ctx, &out);
   RenderProcessMemory(&out);
   for (const ModelSeries& series : kTokenAndSchedulerSeries) RenderModelSeries(series, ctx, &out);
+  RenderClassSeries(ctx, &out);
   RenderLatencyHistograms(ctx, &out);
   return out;
 }

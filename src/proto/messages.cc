@@ -1,5 +1,6 @@
 #include "proto/messages.h"
 
+#include "common/request_class.h"
 #include "proto/postcard.h"
 
 namespace llmd::proto {
@@ -22,6 +23,9 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
     w.String(c.text);
   });
   w.Option(p.draft_max, u32);
+  // Written only when set, so a request that names no class is byte for byte what it was
+  // before the field (and what a daemon from before it reads).
+  if (p.request_class) w.Option(p.request_class, [&](uint8_t v) { w.U8(v); });
 }
 
 // Constraint { kind: u8, text: String }: the kind is one raw byte, the text at most
@@ -52,9 +56,19 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   LLMD_RETURN_IF_ERROR(r.Option(&p->guard, [&](bool* v) { return r.Bool(v); }));
   LLMD_RETURN_IF_ERROR(
       r.Option(&p->constraint, [&](Constraint* c) { return ReadConstraint(r, c).WithContext("constraint"); }));
-  // A client from before draft_max ends the frame here: the server's default.
+  // A client from before draft_max ends the frame here, and one from before request_class
+  // after draft_max: the server's defaults.
   if (r.done()) return Status::Ok();
-  return r.Option(&p->draft_max, u32);
+  LLMD_RETURN_IF_ERROR(r.Option(&p->draft_max, u32));
+  if (r.done()) return Status::Ok();
+  return r.Option(&p->request_class, [&](uint8_t* v) -> Status {
+    LLMD_RETURN_IF_ERROR(r.U8(v));
+    if (*v >= kRequestClasses) {
+      return InvalidArgumentError("request_class " + std::to_string(*v) +
+                                  " is not a class (0 interactive, 1 normal, 2 background)");
+    }
+    return Status::Ok();
+  });
 }
 
 // The draft counters appended to Done's Stats and to ServerStats: a message from an older llmd

@@ -68,6 +68,9 @@ struct GenerateParams {
   // Speculative decoding: at most this many tokens drafted per step (the server's draft_max
   // caps it); Some(0): none for this request; default: the server's draft_max.
   std::optional<uint32_t> draft_max;
+  // Who waits on the answer: 0 interactive, 1 normal, 2 background (common/request_class.h);
+  // default: the peer's configured class. Never above the peer's configured ceiling.
+  std::optional<uint8_t> request_class;
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 

@@ -165,7 +165,9 @@ TEST(Messages, ConstraintTextMustBeUtf8) {
   auto r = DecodeRequest(EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, "{\"a\":\"\xc0\xaf\"}")));
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message(), "constraint: string is not valid UTF-8");
-  auto trailing = DecodeRequest(EncodeRequest(ConstrainedStream(Constraint::Kind::kJsonSchema, "{}")) + "x");
+  Request last_field = ConstrainedStream(Constraint::Kind::kJsonSchema, "{}");
+  last_field.params.request_class = 1;  // the last field, so "x" is past the end
+  auto trailing = DecodeRequest(EncodeRequest(last_field) + "x");
   ASSERT_FALSE(trailing.has_value());
   EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
 }
@@ -272,6 +274,26 @@ TEST(Messages, DraftMaxMatchesTheDocumentedBytes) {
   Request g = Generate("Hello", 64);
   g.params.draft_max = 2;
   EXPECT_EQ(Hex(EncodeRequest(g)), "00 05 48 65 6c 6c 6f 01 40");
+}
+
+// request_class follows draft_max, and is written only when set: a request without it keeps
+// its bytes, and one from before it (ending at draft_max, or before) reads it as None.
+TEST(Messages, RequestClassMatchesTheDocumentedBytes) {
+  Request r = Generate("Hi", 64);
+  r.type = Request::Type::kGenerateStream;
+  r.params.request_class = 2;
+  ExpectRequestBytes(r, "03 02 48 69 01 40 00 00 00 00 00 00 00 00 00 00 01 02");
+  r.params.request_class = 0;
+  r.params.draft_max = 8;
+  ExpectRequestBytes(r, "03 02 48 69 01 40 00 00 00 00 00 00 00 00 00 01 08 01 00");
+  r.params.request_class.reset();
+  auto old = DecodeRequest(EncodeRequest(r));
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->params.request_class.has_value());
+  std::string bytes = EncodeRequest(r) + std::string("\x01\x03", 2);  // Some(3)
+  auto bad = DecodeRequest(bytes);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("request_class 3 is not a class"), std::string::npos) << bad.error().message();
 }
 
 // Done's draft counters follow guard_ms; a Done from an older llmd ends at guard_ms and reads

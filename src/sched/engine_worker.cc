@@ -277,6 +277,7 @@ std::vector<Job> EngineWorker::PopAdmissible() {
     if (!next.has_value() || !MayAdmit(*next, classes, DecodeWidth())) break;
     admitted.push_back(std::move(*queue_.Pop(*next)));
     classes.push_back(*next);
+    ++metrics_.admitted_by_class[ClassIndex(*next)];
     running_.push_back(admitted.back().channel);
     --free_slots;
   }

@@ -74,7 +74,7 @@ struct WorkerOptions {
   int64_t shared_prefill_tokens = 64;
   // What the device lets background work do now (battery, heat); null: always run. Asked
   // once per step on the engine thread.
-  std::function<BackgroundMode()> background_mode;
+  std::function<BackgroundAction()> background_mode;
   int32_t batch_tokens = 512;    // tokens of one decode step
   size_t max_sessions = 64;      // chat sessions kept (least recently used dropped first)
   MemoryGuard* memory_guard = nullptr;  // consulted before queueing each job; may be null

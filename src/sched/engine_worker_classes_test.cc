@@ -126,7 +126,7 @@ TEST(EngineWorkerClasses, PeersTakeTurnsWithinAClass) {
 }
 
 TEST(EngineWorkerClasses, APausedDeviceHoldsBackgroundWorkAndItResumesWithTheSameTokens) {
-  std::atomic<BackgroundMode> mode{BackgroundMode::kPause};
+  std::atomic<BackgroundAction> mode{BackgroundAction::kPause};
   WorkerOptions options = TestOptions();
   options.background_mode = [&mode] { return mode.load(); };
   Rig rig({}, options);
@@ -136,7 +136,7 @@ TEST(EngineWorkerClasses, APausedDeviceHoldsBackgroundWorkAndItResumesWithTheSam
   ASSERT_TRUE(llmd::testing::WaitFor([&] { return rig.worker->stats().paused == 1; }, llmd::testing::kLiveness));
   // Paused, it cannot have ended, whatever the timing.
   EXPECT_FALSE(background->TryPop().has_value());
-  mode = BackgroundMode::kRun;
+  mode = BackgroundAction::kRun;
   auto done = Await(*background);
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
   EXPECT_EQ(done->tokens, Solo(Raw("summarise the day", 12)));

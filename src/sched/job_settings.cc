@@ -21,6 +21,8 @@ void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonCo
     job->options.draft_max =
         static_cast<int32_t>(std::min<uint32_t>(*s.draft_max, static_cast<uint32_t>(c.engine.speculative.draft_max)));
   }
+  job->request_class = ResolveClass(c.request_classes, s.peer, s.request_class);
+  job->peer_uid = s.peer.uid;
 }
 
 }  // namespace llmd::sched

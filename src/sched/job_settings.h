@@ -22,10 +22,14 @@ struct GenerationSettings {
   // At most this many tokens drafted per step (0: no speculative decoding for this request);
   // none: the server's draft_max.
   std::optional<uint32_t> draft_max;
+  // The class the request asks for (none: its peer's configured default), and who sent it:
+  // the config's request_classes give the peer its default and its ceiling.
+  std::optional<RequestClass> request_class;
+  PeerIdentity peer;
 };
 
-// Sets `job`'s options (max_tokens, sampling, draft_max) and sanitize from `settings` and
-// `config`. The caller checks the result with job->options.sampling.Validate().
+// Sets `job`'s options (max_tokens, sampling, draft_max), sanitize, its class (never above the
+// peer's ceiling) and its peer from `settings` and `config`. The caller checks the result with job->options.sampling.Validate().
 void ApplyGenerationSettings(const GenerationSettings& settings, const config::DaemonConfig& config, Job* job);
 
 }  // namespace llmd::sched

@@ -5,6 +5,7 @@
 #ifndef LLMD_SCHED_METRICS_H_
 #define LLMD_SCHED_METRICS_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -12,6 +13,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/request_class.h"
 
 namespace llmd::sched {
 
@@ -38,6 +41,7 @@ struct WorkerMetrics {
   Histogram inter_token_seconds;  // between consecutive tokens of one stream
   std::atomic<uint64_t> prompt_tokens{0}, cached_tokens{0}, generated_tokens{0};
   std::atomic<uint64_t> draft_tokens{0}, accepted_draft_tokens{0};  // speculative decoding
+  std::array<std::atomic<uint64_t>, kRequestClasses> admitted_by_class{};  // jobs given a slot, by class
 };
 
 // Finished requests by API ("native", "openai", "responses", "anthropic", "ollama") and outcome ("ok", "invalid", "busy", ...).

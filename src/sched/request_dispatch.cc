@@ -97,6 +97,9 @@ RunOutcome RequestDispatcher::Guard(const RunRequest& r, EngineWorker& guard, bo
                                     int64_t deadline) const {
   const int64_t start = waiter_.clock().NowMs();
   Job check = GuardJob(*state_.config(), r.guarded_prompt, answer.text);
+  // The check is part of the answer: it runs in the answer's class, for the same peer.
+  check.request_class = r.job.request_class;
+  check.peer_uid = r.job.peer_uid;
   RunOutcome verdict = Await(guard, std::move(check), r, deadline, false, "guard");
   if (verdict.kind != RunOutcome::Kind::kDone) return verdict;
   RunOutcome outcome;

@@ -9,9 +9,9 @@ namespace {
 bool SitsOut(const SlotView& view, const StepPolicyOptions& options, uint64_t step) {
   if (view.request_class != RequestClass::kBackground) return false;
   switch (options.background) {
-    case BackgroundMode::kRun: return false;
-    case BackgroundMode::kPause: return true;
-    case BackgroundMode::kThrottle: return step % std::max<uint64_t>(options.throttle_period, 1) != 0;
+    case BackgroundAction::kRun: return false;
+    case BackgroundAction::kPause: return true;
+    case BackgroundAction::kThrottle: return step % std::max<uint64_t>(options.throttle_period, 1) != 0;
   }
   return false;
 }

@@ -24,16 +24,14 @@
 #include <vector>
 
 #include "common/request_class.h"
+#include "sched/device_conditions.h"
 
 namespace llmd::sched {
-
-// What the device lets background work do (sched/device_conditions.h decides it).
-enum class BackgroundMode { kRun, kThrottle, kPause };
 
 struct StepPolicyOptions {
   size_t decode_width = 4;             // slots that run in one step
   int64_t shared_prefill_tokens = 64;  // a lower class's prompt tokens per step beside interactive work
-  BackgroundMode background = BackgroundMode::kRun;
+  BackgroundAction background = BackgroundAction::kRun;
   uint64_t throttle_period = 4;        // kThrottle: background runs one step in this many
 };
 

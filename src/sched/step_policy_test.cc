@@ -60,14 +60,14 @@ TEST(StepPolicy, ASlotWaitingForASharedPrefixNeitherRunsNorCountsAsPaused) {
 
 TEST(StepPolicy, ThePausedDeviceStopsBackgroundWorkOnly) {
   const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(1, kNormal, 2)};
-  const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .background = BackgroundMode::kPause}, 1);
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .background = BackgroundAction::kPause}, 1);
   EXPECT_EQ(choice.decode, (std::vector<size_t>{1}));
   EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
 }
 
 TEST(StepPolicy, AThrottledDeviceRunsBackgroundWorkOneRoundInThePeriod) {
   const std::vector<SlotView> busy = {Generating(0, kBackground, 1)};
-  const StepPolicyOptions options{.decode_width = 4, .background = BackgroundMode::kThrottle, .throttle_period = 4};
+  const StepPolicyOptions options{.decode_width = 4, .background = BackgroundAction::kThrottle, .throttle_period = 4};
   int ran = 0;
   for (uint64_t round = 1; round <= 12; ++round) ran += ChooseStep(busy, options, round).decode.size();
   EXPECT_EQ(ran, 3);

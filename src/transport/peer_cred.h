@@ -13,6 +13,10 @@
 
 namespace llmd::transport {
 
+// No group is known (a TCP peer whose UID has no user entry). (gid_t)-1 is no group's id, and
+// allowed_gids cannot name it, so it matches no allowlist.
+inline constexpr gid_t kNoGid = static_cast<gid_t>(-1);
+
 struct PeerCred {
   pid_t pid = 0;
   uid_t uid = 0;

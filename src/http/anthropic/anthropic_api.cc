@@ -1,3 +1,4 @@
+#include "http/request_class_fields.h"
 #include "http/anthropic/anthropic_api.h"
 
 #include <algorithm>
@@ -396,8 +397,6 @@ Status RefuseUnhonourable(const json& j) {
   if (Field(j, "inference_geo") != nullptr) {
     return InvalidArgumentError("'inference_geo' is not supported: llmd runs on this machine only");
   }
-  // One tier, standard: "auto" and "standard_only" both get it.
-  LLMD_RETURN_IF_ERROR(OptionalString(j, "service_tier", "service_tier", {"auto", "standard_only"}).error());
   LLMD_ASSIGN_OR_RETURN(auto speed, OptionalString(j, "speed", "speed", {"standard", "fast"}));
   if (speed == "fast") return InvalidArgumentError("'speed' \"fast\" is not supported by llmd (only standard)");
   LLMD_RETURN_IF_ERROR(CheckCacheControl(j, ""));
@@ -471,6 +470,7 @@ Result<AnthropicRequest> ParseAnthropicRequest(std::string_view body, AnthropicB
   AnthropicRequest r;
   r.chat = true;
   LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_ASSIGN_OR_RETURN(r.request_class, AnthropicRequestClass(j));
   LLMD_RETURN_IF_ERROR(ReadSampling(j, kind, &r));
   Conversation conversation;
   LLMD_RETURN_IF_ERROR(ReadConversation(j, &conversation));

@@ -18,7 +18,7 @@ int AnthropicRoutes::Handle(const Request& req, Responder& out) {
   if (req.method != "POST") return SendError(out, WrongMethod(req, "POST"), AnthropicErrorBody);
   auto parsed = ParseAnthropicRequest(req.body, count ? AnthropicBody::kCountTokens : AnthropicBody::kMessages);
   if (!parsed.has_value()) return SendError(out, ApiErrorOf(parsed.error()), AnthropicErrorBody);
-  const ExchangeEnv env = ServerEnv(state_, out);
+  const ExchangeEnv env = ServerEnv(state_, req, out);
   if (count) {
     // The prompt as the model would see it (template, tools, the configured system prompt),
     // counted by the worker that would run it: nothing is decoded.

@@ -119,7 +119,7 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   }
   r.gen.keep_alive_ms = r.keep_alive_ms;
   OllamaSink sink(out, std::move(context), r.gen.stream);
-  return RunExchange(std::move(r.gen), ExchangeOptions{"ollama", "call_"}, sink, ServerEnv(ctx_, out));
+  return RunExchange(std::move(r.gen), ExchangeOptions{"ollama", "call_"}, sink, ServerEnv(ctx_, req, out));
 }
 
 int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
@@ -143,7 +143,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
     return reply({}, 0);
   }
   Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms}, "ollama",
-                                ServerEnv(ctx_, out));
+                                ServerEnv(ctx_, req, out));
   if (done.client_gone) return 0;
   if (!done.error.ok()) return Fail(out, done.error);
   return reply(done.vectors, done.prompt_tokens);

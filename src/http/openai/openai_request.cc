@@ -1,3 +1,4 @@
+#include "http/request_class_fields.h"
 #include "http/openai/openai_request.h"
 
 #include <cerrno>
@@ -86,6 +87,7 @@ Status ReadSpeculative(const json& body, GenerationRequest* r) {
 
 Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(RefuseActiveExtensions(body));
+  LLMD_ASSIGN_OR_RETURN(r->request_class, OpenAiRequestClass(body));
   LLMD_RETURN_IF_ERROR(ReadSpeculative(body, r));
   if (const json* m = Field(body, "model")) {
     if (!m->is_string()) return TypeError("model", "a string");
@@ -338,9 +340,6 @@ Result<GenerationRequest> ParseChatRequest(std::string_view body) {
   LLMD_RETURN_IF_ERROR(Unsupported(j, "store", false));  // nothing is stored
   if (const json* v = Field(j, "verbosity"); v != nullptr && *v != "medium") {
     return InvalidArgumentError("'verbosity' other than medium is not supported by llmd");
-  }
-  if (const json* tier = Field(j, "service_tier"); tier != nullptr && *tier != "auto" && *tier != "default") {
-    return InvalidArgumentError("'service_tier' other than auto or default is not supported by llmd");
   }
   LLMD_RETURN_IF_ERROR(Unsupported(j, "prediction", json()));
   if (const json* modalities = Field(j, "modalities");

@@ -72,7 +72,7 @@ int OpenAiRoutes::Handle(const Request& req, Responder& out) {
 int OpenAiRoutes::Generate(const Request& req, Responder& out, bool chat) {
   auto parsed = chat ? ParseChatRequest(req.body) : ParseCompletionRequest(req.body);
   if (!parsed.has_value()) return Fail(out, parsed.error());
-  ExchangeEnv env = ServerEnv(state_, out);
+  ExchangeEnv env = ServerEnv(state_, req, out);
   OpenAiReplyContext context;
   context.chat = chat;
   context.id = NewId(chat ? "chatcmpl-" : "cmpl-");
@@ -136,7 +136,7 @@ int OpenAiRoutes::Detokenize(const Request& req, Responder& out) {
 int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   auto parsed = ParseEmbeddingsRequest(req.body);
   if (!parsed.has_value()) return Fail(out, parsed.error());
-  const ExchangeEnv env = ServerEnv(state_, out);
+  const ExchangeEnv env = ServerEnv(state_, req, out);
   const std::string model = parsed->model.value_or(env.default_model);
   Embedded done = RunEmbeddings({parsed->model, std::move(parsed->inputs), parsed->dimensions, std::nullopt}, "openai", env);
   if (done.client_gone) return 0;

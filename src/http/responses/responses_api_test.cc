@@ -260,7 +260,7 @@ TEST(ResponsesRequest, RefusesWhatItCannotHonourWithTheFieldNamed) {
       {R"({"input":"x","background":true})", "'background': true is not supported"},
       {R"({"input":"x","truncation":"auto"})", "'truncation': \"auto\" is not supported"},
       {R"({"input":"x","truncation":"sometimes"})", "'truncation' must be one of auto, disabled"},
-      {R"({"input":"x","service_tier":"flex"})", "'service_tier' 'flex' is not supported"},
+      {R"({"input":"x","service_tier":"scale"})", "'service_tier' must be one of auto, default, flex, priority"},
       {R"({"input":"x","context_management":[{"type":"compaction"}]})", "'context_management' is not supported"},
       {R"({"input":"x","moderation":{"model":"m"}})", "'moderation' is not supported"},
       {R"({"input":"x","model":5})", "'model' must be a string"},

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "http/request_class_fields.h"
 #include "http/api_text.h"
 #include "http/chat_json.h"
 #include "http/chat_surface.h"
@@ -59,10 +60,6 @@ Status RefuseUnhonourable(const json& j) {
   if (truncation == "auto") {
     return InvalidArgumentError("'truncation': \"auto\" is not supported: llmd does not drop input to fit the "
                                 "context; send \"disabled\" or leave it out");
-  }
-  LLMD_ASSIGN_OR_RETURN(auto tier, OptionalString(j, "service_tier", "service_tier"));
-  if (tier && *tier != "auto" && *tier != "default") {
-    return InvalidArgumentError("'service_tier' '" + *tier + "' is not supported by llmd (only auto or default)");
   }
   if (const json* cm = Field(j, "context_management"); cm != nullptr && !(cm->is_array() && cm->empty())) {
     return InvalidArgumentError("'context_management' is not supported by llmd (it does not compact input)");
@@ -419,6 +416,7 @@ Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   ordered echo = ordered::object();
   LLMD_RETURN_IF_ERROR(RefuseStatefulFields(j));
   LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_ASSIGN_OR_RETURN(r.request_class, OpenAiRequestClass(j));
   Conversation conversation;
   LLMD_RETURN_IF_ERROR(ReadInput(j, &conversation, &echo));
   LLMD_RETURN_IF_ERROR(ReadSampling(j, &r, &echo));

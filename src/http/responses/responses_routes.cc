@@ -14,7 +14,7 @@ int ResponsesRoutes::Handle(const Request& req, Responder& out) {
   if (req.method != "POST") return SendError(out, WrongMethod(req, "POST"), OpenAiErrorBody);
   auto parsed = ParseResponsesRequest(req.body);
   if (!parsed.has_value()) return SendError(out, ApiErrorOf(parsed.error()), OpenAiErrorBody);
-  ExchangeEnv env = ServerEnv(state_, out);
+  ExchangeEnv env = ServerEnv(state_, req, out);
   ResponseContext context{NewId("resp_"), static_cast<int64_t>(std::time(nullptr)),
                           parsed->model.value_or(env.default_model), parsed->echo_json};
   ResponsesSink sink(out, std::move(context), parsed->stream);

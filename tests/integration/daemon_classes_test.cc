@@ -1,0 +1,198 @@
+// Request classes on the real daemon, with two real peer UIDs: the test process (root) and
+// children that drop to nobody (65534). The config gives each UID its class; the counts in
+// /metrics and the replies say what happened, never the time it took. Skipped unless root
+// (a second UID needs it).
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/support/daemon_harness.h"
+#include "tests/support/http_harness.h"
+
+namespace llmd::testing {
+namespace {
+
+constexpr uint32_t kNobody = 65534;
+
+// A value of /metrics: `name{model="...",<labels>} value`, summed over models; -1 if absent.
+long Metric(DaemonProcess& d, const std::string& name, const std::string& labels = "") {
+  HttpReply page = Curl(d.dir(), "--unix-socket " + d.dir() + "/http.sock 'http://localhost/metrics'");
+  const std::regex line(name + "\\{model=\"[^\"]*\"" + (labels.empty() ? "" : "," + labels) + "\\} ([0-9]+)");
+  long total = -1;
+  for (std::sregex_iterator it(page.body.begin(), page.body.end(), line), end; it != end; ++it) {
+    total = std::max(total, 0L) + std::stol((*it)[1]);
+  }
+  return total;
+}
+
+proto::Request Stream(std::string prompt, uint32_t max_tokens, std::optional<uint8_t> request_class = std::nullopt) {
+  proto::Request r = GenerateRequest(std::move(prompt), max_tokens, /*stream=*/true);
+  r.params.request_class = request_class;
+  return r;
+}
+
+// Reads a stream to its end: its Done, else the Error (or nothing).
+std::optional<proto::Response> Final(RawConn& c) {
+  while (auto r = c.Receive()) {
+    if (r->type != proto::Response::Type::kToken) return r;
+  }
+  return std::nullopt;
+}
+
+// A child process as nobody, told when to stop through a pipe and telling through another.
+class NobodyChild {
+ public:
+  template <typename Fn>
+  explicit NobodyChild(Fn fn) {
+    if (::pipe(to_child_) != 0 || ::pipe(from_child_) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      DieWithParent();
+      // Only its own ends: an earlier child's pipe held open here would never see its EOF.
+      for (int fd = 3; fd < 1024; ++fd) {
+        if (fd != to_child_[0] && fd != from_child_[1]) ::close(fd);
+      }
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+          ::setresuid(kNobody, kNobody, kNobody) != 0) {
+        ::_exit(100);
+      }
+      ::_exit(fn(from_child_[1], to_child_[0]));
+    }
+    ::close(to_child_[0]);
+    ::close(from_child_[1]);
+  }
+  ~NobodyChild() { (void)Wait(); }
+  // Waits for the child's one-byte signal; false if it ended without sending it.
+  bool WaitForSignal() {
+    char byte = 0;
+    return ::read(from_child_[0], &byte, 1) == 1;
+  }
+  // Tells the child to stop and returns its exit code.
+  int Wait() {
+    if (pid_ <= 0) return -1;
+    ::close(to_child_[1]);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_[2] = {-1, -1};
+  int from_child_[2] = {-1, -1};
+};
+
+// Signals, then blocks until told to stop.
+int SignalAndHold(int signal_fd, int stop_fd) {
+  char byte = 1;
+  if (::write(signal_fd, &byte, 1) != 1) return 90;
+  (void)!::read(stop_fd, &byte, 1);
+  return 0;
+}
+
+#define SKIP_UNLESS_ROOT() \
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a second peer UID"
+
+TEST(DaemonClasses, AnInteractivePeerRunsAtOnceWhileBackgroundWorkFillsEverySlot) {
+  SKIP_UNLESS_ROOT();
+  DaemonProcess d({"--allow-uid", "0,65534", "--request-class", "uid:65534=background,uid:0=interactive",
+                   "--parallel", "2", "--reserved-sequences", "1", "--max-new-tokens", "4096"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  ::chmod(d.socket().c_str(), 0666);
+  // Two background streams with no end but max_tokens (the grammar never lets one finish).
+  auto background = [&](int signal_fd, int stop_fd) {
+    RawConn c(d.socket());
+    proto::Request r = Stream("background work: summarise the day", 4096);
+    r.params.constraint = proto::Constraint{proto::Constraint::Kind::kGbnfGrammar, "root ::= \"ab \" root"};
+    if (!c.Send(r)) return 2;
+    auto first = c.Receive();
+    if (!first || first->type != proto::Response::Type::kToken) return 3;
+    return SignalAndHold(signal_fd, stop_fd);  // then hangs up: the daemon cancels the rest
+  };
+  NobodyChild first(background), second(background);
+  ASSERT_TRUE(first.WaitForSignal());
+  ASSERT_TRUE(second.WaitForSignal());
+
+  RawConn voice(d.socket());
+  ASSERT_TRUE(voice.Send(Stream("a person waits for this", 8)));
+  auto done = Final(voice);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->type, proto::Response::Type::kDone) << done->text;
+
+  EXPECT_EQ(Metric(d, "llmd_class_admitted_requests_total", "class=\"interactive\""), 1);
+  EXPECT_EQ(Metric(d, "llmd_class_admitted_requests_total", "class=\"background\""), 2);
+  // The width was full of background work: one of them sat out for the voice request.
+  EXPECT_GE(Metric(d, "llmd_preemptions_total"), 1);
+  EXPECT_EQ(first.Wait(), 0);
+  EXPECT_EQ(second.Wait(), 0);
+}
+
+TEST(DaemonClasses, APeerNeverRisesAboveItsCeiling) {
+  SKIP_UNLESS_ROOT();
+  DaemonProcess d({"--allow-uid", "0,65534", "--request-class", "uid:65534=background"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  ::chmod(d.socket().c_str(), 0666);
+  NobodyChild climber([&](int signal_fd, int stop_fd) {
+    RawConn c(d.socket());
+    if (!c.Send(Stream("let me in first", 4, /*interactive=*/0))) return 2;
+    auto end = Final(c);
+    if (!end || end->type != proto::Response::Type::kDone) return 3;
+    return SignalAndHold(signal_fd, stop_fd);
+  });
+  ASSERT_TRUE(climber.WaitForSignal());
+  EXPECT_EQ(climber.Wait(), 0);
+  // Root has no rule: normal, with normal as its ceiling.
+  RawConn root(d.socket());
+  ASSERT_TRUE(root.Send(Stream("me too", 4, /*interactive=*/0)));
+  auto end = Final(root);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->type, proto::Response::Type::kDone);
+  EXPECT_EQ(Metric(d, "llmd_class_admitted_requests_total", "class=\"interactive\""), 0);
+  EXPECT_EQ(Metric(d, "llmd_class_admitted_requests_total", "class=\"background\""), 1);
+  EXPECT_EQ(Metric(d, "llmd_class_admitted_requests_total", "class=\"normal\""), 1);
+}
+
+TEST(DaemonClasses, BackgroundConnectionsFillOnlyTheirOwnCap) {
+  SKIP_UNLESS_ROOT();
+  DaemonProcess d({"--allow-uid", "0,65534", "--request-class", "uid:65534=background", "--max-connections", "1",
+                   "--admission-wait-ms", "200"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  ::chmod(d.socket().c_str(), 0666);
+  // One background connection, served and held open: the background cap of one is full.
+  NobodyChild holder([&](int signal_fd, int stop_fd) {
+    RawConn c(d.socket());
+    if (!c.Send(Stream("holding my connection", 2))) return 2;
+    auto end = Final(c);
+    if (!end || end->type != proto::Response::Type::kDone) return 3;
+    return SignalAndHold(signal_fd, stop_fd);
+  });
+  ASSERT_TRUE(holder.WaitForSignal());
+  // Another background connection waits for the cap and is told Busy.
+  NobodyChild refused([&](int signal_fd, int stop_fd) {
+    RawConn c(d.socket());
+    if (!c.Send(Stream("me as well", 2))) return 2;
+    auto end = Final(c);
+    if (!end || end->type != proto::Response::Type::kError || end->code != proto::ErrorCode::kBusy) return 3;
+    if (end->text.find("background connections are in use") == std::string::npos) return 4;
+    return SignalAndHold(signal_fd, stop_fd);
+  });
+  ASSERT_TRUE(refused.WaitForSignal());
+  // A normal peer is served meanwhile: its class has its own cap.
+  RawConn root(d.socket());
+  ASSERT_TRUE(root.Send(Stream("a normal request", 2)));
+  auto end = Final(root);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->type, proto::Response::Type::kDone) << end->text;
+  EXPECT_EQ(refused.Wait(), 0);
+  EXPECT_EQ(holder.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace llmd::testing
