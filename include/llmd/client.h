@@ -92,6 +92,20 @@ struct ServerStats {
   // The default model's speculative decoding, all requests: tokens drafted, and accepted.
   uint32_t draft_tokens = 0;
   uint32_t accepted_draft_tokens = 0;
+  // Per peer UID and request class, all models: what each client got. Empty from a daemon
+  // that does not report it (or before any request).
+  struct Client {
+    std::string uid;            // decimal; "other" past the first 16 UIDs; "unknown": no known UID
+    std::string request_class;  // "interactive", "normal" or "background"
+    uint32_t requests = 0;      // refused ones included
+    uint32_t refused_budget = 0, refused_queue_full = 0, refused_busy = 0, refused_deadline = 0;
+    float queue_wait_ms = 0;    // mean; 0 when none ran
+    float ttft_ms = 0;          // mean; 0 when none generated a token
+    uint32_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+    uint32_t preemptions = 0;   // times its requests were paused for a higher class
+    uint32_t refused() const { return refused_budget + refused_queue_full + refused_busy + refused_deadline; }
+  };
+  std::vector<Client> clients;
 };
 
 struct Health {

@@ -52,6 +52,9 @@ struct LocalGenerateOptions {
   uint32_t seed = 0xFFFFFFFF;      // 0xFFFFFFFF: a fresh random seed
   std::vector<std::string> stop;   // the text ends before the first of these
   LocalRequestClass request_class = LocalRequestClass::kNormal;
+  // > 0: the first token is wanted within this many ms; a generation the scheduler expects to
+  // miss it fails at once (ResourceExhausted, with the expected wait).
+  int32_t first_token_deadline_ms = 0;
 
   static LocalGenerateOptions Greedy(int32_t max_tokens);
 };

@@ -47,6 +47,8 @@ enum class ErrorReason : uint8_t {
   kModelLoading,       // the models are still loading (Unavailable)
   kUnknownModel,       // a request named a model that is not loaded (NotFound)
   kToolNotOffered,     // tool_choice asks for a tool the request's tools lack (InvalidArgument)
+  kDeadlineUnmeetable,  // the scheduler expects the first token after the request's deadline (ResourceExhausted)
+  kBudgetExhausted,    // the peer's token budget for its class is spent; see retry_after_ms (ResourceExhausted)
 };
 
 // A stable lower_snake name for `reason`, e.g. "prompt_too_long"; "" for kNone.
@@ -64,8 +66,20 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   ErrorReason reason() const { return reason_; }
   // The same error with `reason` attached.
-  Status WithReason(ErrorReason reason) const { return Status(code_, message_, reason); }
+  Status WithReason(ErrorReason reason) const {
+    Status s = *this;
+    s.reason_ = reason;
+    return s;
+  }
   const std::string& message() const { return message_; }
+  // A refusal that knows when it will pass (an exhausted token budget) says so: HTTP sends it
+  // as Retry-After. Milliseconds from when the error was made; 0: it does not say.
+  int64_t retry_after_ms() const { return retry_after_ms_; }
+  Status WithRetryAfter(int64_t ms) const {
+    Status s = *this;
+    s.retry_after_ms_ = ms;
+    return s;
+  }
 
   // "invalid_argument: prompt is empty", or "ok".
   std::string ToString() const;
@@ -74,13 +88,15 @@ class [[nodiscard]] Status {
   Status WithContext(std::string_view context) const;
 
   friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.reason_ == b.reason_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.reason_ == b.reason_ && a.message_ == b.message_ &&
+           a.retry_after_ms_ == b.retry_after_ms_;
   }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   ErrorReason reason_ = ErrorReason::kNone;
   std::string message_;
+  int64_t retry_after_ms_ = 0;
 };
 
 inline Status InvalidArgumentError(std::string msg) {

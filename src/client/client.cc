@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/request_class.h"
 #include "proto/frame_codec.h"
 #include "proto/messages.h"
 
@@ -262,6 +263,11 @@ ClientResult<ServerStats> LlmClient::Stats() const {
   }
   out.draft_tokens = s.draft_tokens;
   out.accepted_draft_tokens = s.accepted_draft_tokens;
+  for (const proto::ClientStats& c : s.clients) {
+    out.clients.push_back({c.uid, RequestClassName(static_cast<RequestClass>(c.request_class)), c.requests,
+                           c.refused_budget, c.refused_queue_full, c.refused_busy, c.refused_deadline, c.queue_wait_ms,
+                           c.ttft_ms, c.prompt_tokens, c.cached_tokens, c.generated_tokens, c.preemptions});
+  }
   return out;
 }
 

@@ -31,6 +31,8 @@ std::string_view ErrorReasonName(ErrorReason reason) {
     case ErrorReason::kModelLoading: return "model_loading";
     case ErrorReason::kUnknownModel: return "unknown_model";
     case ErrorReason::kToolNotOffered: return "tool_not_offered";
+    case ErrorReason::kDeadlineUnmeetable: return "deadline_unmeetable";
+    case ErrorReason::kBudgetExhausted: return "budget_exhausted";
   }
   return "unknown";
 }
@@ -48,7 +50,7 @@ Status Status::WithContext(std::string_view context) const {
   std::string msg(context);
   msg += ": ";
   msg += message_;
-  return Status(code_, std::move(msg), reason_);
+  return Status(code_, std::move(msg), reason_).WithRetryAfter(retry_after_ms_);
 }
 
 }  // namespace llmd

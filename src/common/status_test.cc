@@ -37,6 +37,16 @@ TEST(Status, ErrorCarriesCodeAndMessage) {
   EXPECT_TRUE(Status().WithContext("x").ok());
 }
 
+// A refusal's retry-after travels with it through the context and reason it picks up.
+TEST(Status, RetryAfterSurvivesContextAndReason) {
+  const Status s = ResourceExhaustedError("budget spent").WithRetryAfter(2500);
+  EXPECT_EQ(s.retry_after_ms(), 2500);
+  EXPECT_EQ(s.WithContext("guard").retry_after_ms(), 2500);
+  EXPECT_EQ(s.WithReason(ErrorReason::kBudgetExhausted).retry_after_ms(), 2500);
+  EXPECT_EQ(ResourceExhaustedError("budget spent").retry_after_ms(), 0) << "none unless said";
+  EXPECT_NE(s, ResourceExhaustedError("budget spent"));
+}
+
 TEST(Result, PropagatesValuesAndErrors) {
   EXPECT_EQ(*Quarter(8), 2);
   EXPECT_EQ(Quarter(6).error().code(), StatusCode::kInvalidArgument);

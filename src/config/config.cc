@@ -128,6 +128,22 @@ Status ParseClassRules(const std::string& v, std::vector<ClassRule>* rules) {
   return Status::Ok();
 }
 
+// "background=20000,normal=60000": tokens a minute per peer UID, by class; each class at most once.
+Status ParseTokenBudgets(const std::string& v, std::array<uint32_t, kRequestClasses>* budgets) {
+  budgets->fill(0);
+  for (const std::string& item : SplitList(v)) {
+    const size_t eq = item.find('=');
+    const auto request_class = ParseRequestClass(item.substr(0, eq));
+    if (eq == std::string::npos || !request_class) {
+      return Bad("'" + item + "' is not CLASS=TOKENS, CLASS being interactive, normal or background");
+    }
+    uint32_t& budget = (*budgets)[ClassIndex(*request_class)];
+    if (budget != 0) return Bad("'" + item + "': " + RequestClassName(*request_class) + " is given a budget twice");
+    LLMD_RETURN_IF_ERROR(ParseInt(item.substr(eq + 1), &budget, 1, 1000000000));
+  }
+  return Status::Ok();
+}
+
 Setter Action(std::string DaemonConfig::*field) {
   return [=](DaemonConfig& c, const std::string& v) {
     if (v != "run" && v != "throttle" && v != "pause") return Bad("must be run, throttle or pause");
@@ -265,6 +281,10 @@ const std::vector<Key>& Keys() {
        "interactive, normal or background, optionally /CEILING (the highest class the peer may ask for; "
        "default: CLASS). Peers no rule names are normal",
        [](DaemonConfig& c, const std::string& v) { return ParseClassRules(v, &c.request_classes); }},
+      {"class_token_budgets", {"--class-token-budget"}, {"LLMD_CLASS_TOKEN_BUDGETS"},
+       "Comma-separated CLASS=TOKENS: the tokens a minute (uncached prompt plus generated) each peer UID may "
+       "use in that class; over it a request is refused with when to retry. A class not named has no budget",
+       [](DaemonConfig& c, const std::string& v) { return ParseTokenBudgets(v, &c.class_token_budgets); }},
       {"reserved_sequences", {"--reserved-sequences"}, {"LLMD_RESERVED_SEQUENCES"},
        "KV sequences beyond parallel kept for a higher class, which pauses a lower one to run",
        U32(&DaemonConfig::reserved_sequences, 0, 16)},

@@ -4,6 +4,7 @@
 #ifndef LLMD_CONFIG_CONFIG_H_
 #define LLMD_CONFIG_CONFIG_H_
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -80,6 +81,9 @@ struct DaemonConfig {
   // Request classes (docs/config.md, "Request classes"): each rule gives the peers of a UID or
   // GID their default class and their ceiling ("uid:1001=interactive", "gid:50=background/normal").
   std::vector<ClassRule> request_classes;
+  // Tokens a minute each peer UID may use in each class (by ClassIndex; 0: no budget), counted
+  // as uncached prompt plus generated tokens: "background=20000" (docs/config.md, "Token budgets").
+  std::array<uint32_t, kRequestClasses> class_token_budgets{};
   // KV sequences beyond `parallel`, kept for a higher class: an interactive request arriving
   // while lower work fills every slot takes one, and a lower slot is paused for it.
   uint32_t reserved_sequences = 1;

@@ -153,6 +153,33 @@ TEST(Config, RequestClassRulesAndTheDeviceKeys) {
   EXPECT_NE(action.error().message().find("must be run, throttle or pause"), std::string::npos);
 }
 
+TEST(Config, ClassTokenBudgets) {
+  std::string toml = WriteToml("model_path = \"m.gguf\"\nclass_token_budgets = [\"background=20000\", \"normal=60000\"]\n");
+  auto r = Parse({"--config", toml});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->config.class_token_budgets, (std::array<uint32_t, kRequestClasses>{0, 60000, 20000}));
+  EXPECT_EQ(Parse({"-m", "m"})->config.class_token_budgets, (std::array<uint32_t, kRequestClasses>{}))
+      << "no budget unless configured";
+  // The command line replaces the file's list whole.
+  auto flag = Parse({"--config", toml, "--class-token-budget", "interactive=5"});
+  ASSERT_TRUE(flag.has_value()) << flag.error().ToString();
+  EXPECT_EQ(flag->config.class_token_budgets, (std::array<uint32_t, kRequestClasses>{5, 0, 0}));
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"background", "is not CLASS=TOKENS"},
+      {"urgent=10", "is not CLASS=TOKENS"},
+      {"background=0", "must be in [1, 1000000000]"},
+      {"background=x", "not an integer"},
+      {"normal=5,normal=6", "normal is given a budget twice"},
+  };
+  for (const auto& [value, why] : bad) {
+    auto refused = Parse({"-m", "m", "--class-token-budget", value});
+    ASSERT_FALSE(refused.has_value()) << value;
+    EXPECT_NE(refused.error().message().find(why), std::string::npos) << refused.error().message();
+    EXPECT_NE(refused.error().message().find("class_token_budgets"), std::string::npos) << refused.error().message();
+  }
+}
+
 TEST(Config, TomlErrorsAreClear) {
   std::string bad = WriteToml("temperature = \n");
   auto r = Parse({"--config", bad});

@@ -11,6 +11,7 @@
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "format/session_file.h"
+#include "daemon/client_rows.h"
 #include "daemon/native_errors.h"
 #include "engine/llama/llama_grammar.h"
 #include "sched/job_settings.h"
@@ -103,6 +104,7 @@ Response StatsResponse(const ServerContext& ctx) {
       .working_memory_releases = static_cast<uint32_t>(std::min<uint64_t>(w.working_memory_releases, UINT32_MAX))};
   r.server_stats.draft_tokens = static_cast<uint32_t>(std::min<uint64_t>(w.draft_tokens, UINT32_MAX));
   r.server_stats.accepted_draft_tokens = static_cast<uint32_t>(std::min<uint64_t>(w.accepted_draft_tokens, UINT32_MAX));
+  r.server_stats.clients = ClientRows(ctx.clients().Snapshot());
   return r;
 }
 
@@ -291,6 +293,7 @@ class Handler {
     settings.draft_max = p.draft_max;
     if (p.request_class) settings.request_class = static_cast<RequestClass>(*p.request_class);  // checked when read
     settings.peer = {peer_.uid, peer_.gid};
+    settings.first_token_deadline_ms = p.first_token_deadline_ms;
     sched::ApplyGenerationSettings(settings, c, &job);
     if (p.constraint) {
       LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));

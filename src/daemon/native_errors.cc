@@ -19,6 +19,9 @@ constexpr Row kTable[] = {
     {StatusCode::kInvalidArgument, ErrorReason::kNone, ErrorCode::kInvalidPrompt, ErrorCode::kInvalidPrompt},
     {StatusCode::kNotFound, ErrorReason::kNone, ErrorCode::kInvalidPrompt, ErrorCode::kInvalidPrompt},
     {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, ErrorCode::kInternalError, ErrorCode::kRateLimited},
+    // Busy, not RateLimited: the message says when to retry ("retry after N s").
+    {StatusCode::kResourceExhausted, ErrorReason::kBudgetExhausted, ErrorCode::kInternalError, ErrorCode::kBusy},
+    {StatusCode::kResourceExhausted, ErrorReason::kDeadlineUnmeetable, ErrorCode::kInternalError, ErrorCode::kBusy},
     {StatusCode::kResourceExhausted, ErrorReason::kNone, ErrorCode::kInternalError, ErrorCode::kBusy},
     {StatusCode::kUnavailable, ErrorReason::kSessionNotSaved, ErrorCode::kInternalError, ErrorCode::kInternalError},
     {StatusCode::kUnavailable, ErrorReason::kShuttingDown, ErrorCode::kGenerationFailed, ErrorCode::kShuttingDown},

@@ -22,6 +22,7 @@ TEST(NativeErrors, EveryCodeAndReasonMapsToItsWireCodes) {
       {StatusCode::kNotFound, ErrorReason::kNone, ErrorCode::kInvalidPrompt, ErrorCode::kInvalidPrompt},
       {StatusCode::kResourceExhausted, ErrorReason::kQueueFull, ErrorCode::kInternalError, ErrorCode::kBusy},
       {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, ErrorCode::kInternalError, ErrorCode::kRateLimited},
+      {StatusCode::kResourceExhausted, ErrorReason::kBudgetExhausted, ErrorCode::kInternalError, ErrorCode::kBusy},
       {StatusCode::kResourceExhausted, ErrorReason::kNone, ErrorCode::kInternalError, ErrorCode::kBusy},
       {StatusCode::kUnavailable, ErrorReason::kNone, ErrorCode::kModelNotLoaded, ErrorCode::kModelNotLoaded},
       {StatusCode::kUnavailable, ErrorReason::kModelLoading, ErrorCode::kModelNotLoaded, ErrorCode::kModelNotLoaded},

@@ -53,6 +53,7 @@ struct LocalEngine::Impl {
     job.sanitize = options.sanitize;
     job.stream = static_cast<bool>(on_text);
     job.request_class = static_cast<RequestClass>(o.request_class);  // the same values
+    if (o.first_token_deadline_ms > 0) job.first_token_deadline_ms = o.first_token_deadline_ms;
     auto channel = job.channel;
     std::shared_lock<std::shared_mutex> lock(mu);
     if (!worker) return UnavailableError("the engine was released");

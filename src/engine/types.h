@@ -167,6 +167,10 @@ struct GenerationStats {
   // (each accepted one is a generated token that cost no decode step of its own).
   int32_t draft_tokens = 0;
   int32_t accepted_draft_tokens = 0;
+  // Request classes: how long the request waited in the queue for a slot, and how many times
+  // it was paused (its memory kept) so that a higher class could run.
+  double queue_ms = 0;
+  int32_t preemptions = 0;
 
   double decode_tokens_per_second() const;
   double prefill_tokens_per_second() const;

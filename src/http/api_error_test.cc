@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 namespace llmd::http {
 namespace {
 
@@ -23,6 +26,7 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
       {StatusCode::kNotFound, ErrorReason::kNone, 404, "invalid_request_error", "not_found"},
       {StatusCode::kNotFound, ErrorReason::kUnknownModel, 404, "invalid_request_error", "model_not_found"},
       {StatusCode::kResourceExhausted, ErrorReason::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
+      {StatusCode::kResourceExhausted, ErrorReason::kBudgetExhausted, 429, "rate_limit_error", "token_budget_exhausted"},
       {StatusCode::kResourceExhausted, ErrorReason::kQueueFull, 503, "server_error", "server_busy"},
       {StatusCode::kUnavailable, ErrorReason::kModelLoading, 503, "server_error", "loading"},
       {StatusCode::kUnavailable, ErrorReason::kShuttingDown, 503, "server_error", "unavailable"},
@@ -42,6 +46,17 @@ TEST(OpenAiErrors, EveryCodeAndReasonMapsToItsStatusTypeAndCode) {
     EXPECT_EQ(e.param == nullptr ? "null" : std::string(e.param), c.param == nullptr ? "null" : c.param);
     const bool retry = !e.headers.empty() && e.headers[0].first == "Retry-After";
     EXPECT_EQ(retry, c.status == 503 || c.status == 429);
+  }
+}
+
+// Retry-After is the refusal's own wait in whole seconds, rounded up, and 1 when it names none.
+TEST(OpenAiErrors, RetryAfterIsTheRefusalsOwnWaitRoundedUp) {
+  const Status spent = ResourceExhaustedError("spent").WithReason(ErrorReason::kBudgetExhausted);
+  const std::pair<int64_t, std::string> cases[] = {{0, "1"}, {1, "1"}, {1000, "1"}, {1001, "2"}, {59500, "60"}};
+  for (const auto& [ms, seconds] : cases) {
+    const ApiError e = ApiErrorOf(spent.WithRetryAfter(ms));
+    ASSERT_EQ(e.headers.size(), 1u);
+    EXPECT_EQ(e.headers[0], (std::pair<std::string, std::string>{"Retry-After", seconds})) << ms << " ms";
   }
 }
 

@@ -141,6 +141,7 @@ ExchangeEnv ServerEnv(sched::ServerState& state, const Request& request, Respond
     if (request.peer.gid != kNoGid) env.peer.gid = request.peer.gid;
   }
   env.class_header = request.header(kRequestClassHeader);
+  env.deadline_header = request.header(kDeadlineHeader);
   env.config = state.config();
   env.default_model = state.models().empty() ? std::string() : state.models().front().first;
   env.peer_fd = out.fd();
@@ -169,6 +170,9 @@ int RunExchange(GenerationRequest request, const ExchangeOptions& options, Reply
     if (!header_class.has_value()) return sink.Fail(ApiErrorOf(header_class.error()));
     request.request_class = *header_class;
   }
+  auto deadline = DeadlineHeader(env.deadline_header);
+  if (!deadline.has_value()) return sink.Fail(ApiErrorOf(deadline.error()));
+  request.first_token_deadline_ms = *deadline;
   sched::RunRequest base;
   base.api = options.api;
   base.model = request.model;

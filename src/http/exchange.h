@@ -100,7 +100,8 @@ struct ExchangeEnv {
   std::string default_model;  // the model of a request that names none
   int peer_fd = -1;           // watched for the client hanging up; -1: none
   PeerIdentity peer;          // who sent the request (its class's default and ceiling)
-  std::string class_header;   // X-Llmd-Class, "" when absent
+  std::string class_header;     // X-Llmd-Class, "" when absent
+  std::string deadline_header;  // X-Llmd-Deadline-Ms, "" when absent
   // Runs a request to its outcome (sched::RequestRunner).
   std::function<sched::RunOutcome(sched::RunRequest)> run;
   // Starts `task` on a thread the server owns and counts; false (nothing runs) when none is

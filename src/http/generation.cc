@@ -34,6 +34,7 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   settings.seed = r.seed;
   settings.draft_max = r.draft_max;
   settings.request_class = r.request_class;
+  settings.first_token_deadline_ms = r.first_token_deadline_ms;
   settings.peer = peer;
   sched::ApplyGenerationSettings(settings, c, &job);
   engine::SamplingParams& p = job.options.sampling;

@@ -56,6 +56,8 @@ struct GenerationRequest {
   // Who waits on the answer (request_class_fields.h: service_tier, priority, X-Llmd-Class);
   // none: the peer's configured class.
   std::optional<RequestClass> request_class;
+  // X-Llmd-Deadline-Ms: the first token is wanted within this many ms (Job).
+  std::optional<uint32_t> first_token_deadline_ms;
 };
 
 }  // namespace llmd::http

@@ -183,6 +183,64 @@ void RenderClassSeries(sched::ServerState& ctx, std::string* out) {
   }
 }
 
+// Per peer UID and request class (sched::ClientLedger): at most 18 UID labels ("other" past
+// the 16th UID, "unknown" for peers of no known UID), so the series stay bounded.
+std::string ClientLabels(const sched::ClientRow& row) {
+  return "uid=\"" + sched::EscapeLabelValue(row.uid) + "\",class=\"" + RequestClassName(row.request_class) + "\"";
+}
+
+struct ClientCounter {
+  const char* name;
+  const char* help;
+  uint64_t (*value)(const sched::ClientCounters&);
+};
+
+constexpr ClientCounter kClientCounters[] = {
+    {"llmd_client_requests_total", "Generation requests that reached a model, refused ones included, by peer UID and class.",
+     [](const sched::ClientCounters& c) { return c.requests; }},
+    {"llmd_client_prompt_tokens_total", "Prompt tokens of a client's requests, cached ones included.",
+     [](const sched::ClientCounters& c) { return c.prompt_tokens; }},
+    {"llmd_client_cached_prompt_tokens_total", "Prompt tokens of a client's requests reused from the KV cache.",
+     [](const sched::ClientCounters& c) { return c.cached_tokens; }},
+    {"llmd_client_generated_tokens_total", "Tokens generated for a client.",
+     [](const sched::ClientCounters& c) { return c.generated_tokens; }},
+    {"llmd_client_preemptions_total", "Times a client's requests were paused (memory kept) for a higher class.",
+     [](const sched::ClientCounters& c) { return c.preemptions; }},
+};
+
+// A summary without quantiles: `name`_sum (seconds) and `name`_count per client.
+void RenderClientSummary(const std::vector<sched::ClientRow>& rows, const char* name, const char* help,
+                         double sched::ClientCounters::*sum_ms, uint64_t sched::ClientCounters::*count, std::string* out) {
+  Family(out, name, "summary", help);
+  for (const sched::ClientRow& row : rows) {
+    const std::string labels = "{" + ClientLabels(row) + "} ";
+    *out += std::string(name) + "_sum" + labels + Number(row.counters.*sum_ms / 1000.0) + "\n";
+    *out += std::string(name) + "_count" + labels + std::to_string(row.counters.*count) + "\n";
+  }
+}
+
+void RenderClientSeries(const sched::ClientLedger& ledger, std::string* out) {
+  const std::vector<sched::ClientRow> rows = ledger.Snapshot();
+  for (const ClientCounter& counter : kClientCounters) {
+    Family(out, counter.name, "counter", counter.help);
+    for (const sched::ClientRow& row : rows) {
+      *out += std::string(counter.name) + "{" + ClientLabels(row) + "} " + std::to_string(counter.value(row.counters)) + "\n";
+    }
+  }
+  Family(out, "llmd_client_refusals_total", "counter",
+         "A client's requests refused before they ran: over its token budget, queue full, busy, deadline unmeetable.");
+  for (const sched::ClientRow& row : rows) {
+    for (int r = 0; r < sched::kRefusalKinds; ++r) {
+      *out += "llmd_client_refusals_total{" + ClientLabels(row) + ",reason=\"" +
+              sched::RefusalName(static_cast<sched::Refusal>(r)) + "\"} " + std::to_string(row.counters.refusals[r]) + "\n";
+    }
+  }
+  RenderClientSummary(rows, "llmd_client_queue_wait_seconds", "Time a client's requests waited for a slot (cancelled ones not counted).",
+                      &sched::ClientCounters::queue_wait_ms_sum, &sched::ClientCounters::queue_waits, out);
+  RenderClientSummary(rows, "llmd_client_ttft_seconds", "Time to first token of a client's requests.",
+                      &sched::ClientCounters::ttft_ms_sum, &sched::ClientCounters::ttfts, out);
+}
+
 }  // namespace
 
 std::string RenderMetricsPage(sched::ServerState& ctx) {
@@ -199,6 +257,7 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
   RenderProcessMemory(&out);
   for (const ModelSeries& series : kTokenAndSchedulerSeries) RenderModelSeries(series, ctx, &out);
   RenderClassSeries(ctx, &out);
+  RenderClientSeries(ctx.clients(), &out);
   RenderLatencyHistograms(ctx, &out);
   return out;
 }

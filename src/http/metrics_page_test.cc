@@ -55,5 +55,47 @@ TEST(MetricsPage, DraftCountersPerModel) {
   EXPECT_NE(after.find("llmd_accepted_draft_tokens_total{model=\"m\"} 84\n"), std::string::npos) << after;
 }
 
+// Per peer UID and class: counters, refusals by reason, and the waits as summaries in seconds.
+TEST(MetricsPage, PerClientSeries) {
+  OneModel state;
+  EXPECT_NE(RenderMetricsPage(state).find("# TYPE llmd_client_requests_total counter\n# HELP"), std::string::npos)
+      << "no client yet: the families, no samples";
+  const sched::ClientId bg{1000, RequestClass::kBackground};
+  state.clients().CountRequest(bg);
+  state.clients().CountRequest(bg);
+  state.clients().CountRefusal(bg, sched::Refusal::kBudget);
+  engine::GenerationStats st;
+  st.prompt_tokens = 40;
+  st.cached_tokens = 10;
+  st.generated_tokens = 8;
+  st.queue_ms = 250;
+  st.ttft_ms = 1500;
+  st.preemptions = 2;
+  state.clients().CountRun(bg, st);
+  state.clients().CountRequest({std::nullopt, RequestClass::kNormal});
+
+  const std::string page = RenderMetricsPage(state);
+  for (const char* line : {
+           "# TYPE llmd_client_requests_total counter\n",
+           "llmd_client_requests_total{uid=\"1000\",class=\"background\"} 2\n",
+           "llmd_client_requests_total{uid=\"unknown\",class=\"normal\"} 1\n",
+           "llmd_client_refusals_total{uid=\"1000\",class=\"background\",reason=\"budget\"} 1\n",
+           "llmd_client_refusals_total{uid=\"1000\",class=\"background\",reason=\"queue_full\"} 0\n",
+           "llmd_client_refusals_total{uid=\"1000\",class=\"background\",reason=\"busy\"} 0\n",
+           "llmd_client_refusals_total{uid=\"1000\",class=\"background\",reason=\"deadline\"} 0\n",
+           "# TYPE llmd_client_queue_wait_seconds summary\n",
+           "llmd_client_queue_wait_seconds_sum{uid=\"1000\",class=\"background\"} 0.25\n",
+           "llmd_client_queue_wait_seconds_count{uid=\"1000\",class=\"background\"} 1\n",
+           "llmd_client_ttft_seconds_sum{uid=\"1000\",class=\"background\"} 1.5\n",
+           "llmd_client_ttft_seconds_count{uid=\"unknown\",class=\"normal\"} 0\n",
+           "llmd_client_prompt_tokens_total{uid=\"1000\",class=\"background\"} 40\n",
+           "llmd_client_cached_prompt_tokens_total{uid=\"1000\",class=\"background\"} 10\n",
+           "llmd_client_generated_tokens_total{uid=\"1000\",class=\"background\"} 8\n",
+           "llmd_client_preemptions_total{uid=\"1000\",class=\"background\"} 2\n",
+       }) {
+    EXPECT_NE(page.find(line), std::string::npos) << line << "\n" << page;
+  }
+}
+
 }  // namespace
 }  // namespace llmd::http

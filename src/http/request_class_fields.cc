@@ -1,5 +1,6 @@
 #include "http/request_class_fields.h"
 
+#include <charconv>
 #include <string>
 
 #include "http/json_fields.h"
@@ -33,6 +34,17 @@ Result<std::optional<RequestClass>> RequestClassHeader(std::string_view value) {
   if (auto c = ParseRequestClass(value)) return MaybeClass(c);
   return InvalidArgumentError("header X-Llmd-Class must be interactive, normal or background (got '" +
                               std::string(value) + "')");
+}
+
+Result<std::optional<uint32_t>> DeadlineHeader(std::string_view value) {
+  if (value.empty()) return std::optional<uint32_t>();
+  uint32_t ms = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+  if (ec != std::errc() || end != value.data() + value.size() || ms < 1 || ms > 3600000) {
+    return InvalidArgumentError("header X-Llmd-Deadline-Ms must be a whole number of milliseconds in [1, 3600000] (got '" +
+                                std::string(value) + "')");
+  }
+  return std::optional<uint32_t>(ms);
 }
 
 }  // namespace llmd::http

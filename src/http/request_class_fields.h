@@ -28,6 +28,10 @@ Result<std::optional<RequestClass>> RequestClassHeader(std::string_view value);
 
 inline constexpr const char* kRequestClassHeader = "x-llmd-class";
 
+// X-Llmd-Deadline-Ms: the first token is wanted within this many ms (1..3600000); "": none.
+Result<std::optional<uint32_t>> DeadlineHeader(std::string_view value);
+inline constexpr const char* kDeadlineHeader = "x-llmd-deadline-ms";
+
 }  // namespace llmd::http
 
 #endif  // LLMD_HTTP_REQUEST_CLASS_FIELDS_H_

@@ -54,6 +54,16 @@ TEST(RequestClassFields, AnthropicServiceTierAndTheHeader) {
   EXPECT_NE(bad.error().message().find("X-Llmd-Class must be interactive, normal or background"), std::string::npos);
 }
 
+TEST(RequestClassFields, TheDeadlineHeaderIsWholeMilliseconds) {
+  EXPECT_EQ(*DeadlineHeader(""), std::nullopt);
+  EXPECT_EQ(*DeadlineHeader("250"), 250u);
+  for (const char* bad : {"0", "-1", "1.5", "soon", "3600001", "250ms"}) {
+    auto r = DeadlineHeader(bad);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_NE(r.error().message().find("X-Llmd-Deadline-Ms"), std::string::npos);
+  }
+}
+
 TEST(RequestClassFields, EveryParserCarriesTheClass) {
   auto chat = ParseChatRequest(R"({"messages":[{"role":"user","content":"hi"}],"service_tier":"flex"})");
   ASSERT_TRUE(chat.has_value()) << chat.error().ToString();

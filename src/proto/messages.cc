@@ -25,7 +25,8 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
   w.Option(p.draft_max, u32);
   // Written only when set, so a request that names no class is byte for byte what it was
   // before the field (and what a daemon from before it reads).
-  if (p.request_class) w.Option(p.request_class, [&](uint8_t v) { w.U8(v); });
+  if (p.request_class || p.first_token_deadline_ms) w.Option(p.request_class, [&](uint8_t v) { w.U8(v); });
+  if (p.first_token_deadline_ms) w.Option(p.first_token_deadline_ms, u32);
 }
 
 // Constraint { kind: u8, text: String }: the kind is one raw byte, the text at most
@@ -61,14 +62,16 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
   if (r.done()) return Status::Ok();
   LLMD_RETURN_IF_ERROR(r.Option(&p->draft_max, u32));
   if (r.done()) return Status::Ok();
-  return r.Option(&p->request_class, [&](uint8_t* v) -> Status {
+  LLMD_RETURN_IF_ERROR(r.Option(&p->request_class, [&](uint8_t* v) -> Status {
     LLMD_RETURN_IF_ERROR(r.U8(v));
     if (*v >= kRequestClasses) {
       return InvalidArgumentError("request_class " + std::to_string(*v) +
                                   " is not a class (0 interactive, 1 normal, 2 background)");
     }
     return Status::Ok();
-  });
+  }));
+  if (r.done()) return Status::Ok();
+  return r.Option(&p->first_token_deadline_ms, u32);
 }
 
 // The draft counters appended to Done's Stats and to ServerStats: a message from an older llmd
@@ -77,6 +80,49 @@ Status ReadAppendedCounters(PostcardReader& r, uint32_t* drafted, uint32_t* acce
   if (r.done()) return Status::Ok();
   LLMD_RETURN_IF_ERROR(r.Varint32(drafted));
   return r.Varint32(accepted);
+}
+
+// ClientStats { uid: String, request_class: u8, requests: u32, refused_budget: u32,
+// refused_queue_full: u32, refused_busy: u32, refused_deadline: u32, queue_wait_ms: f32,
+// ttft_ms: f32, prompt_tokens: u32, cached_tokens: u32, generated_tokens: u32, preemptions: u32 }
+void WriteClient(PostcardWriter& w, const ClientStats& c) {
+  w.String(c.uid);
+  w.U8(c.request_class);
+  for (uint32_t v : {c.requests, c.refused_budget, c.refused_queue_full, c.refused_busy, c.refused_deadline}) {
+    w.Varint(v);
+  }
+  w.F32(c.queue_wait_ms);
+  w.F32(c.ttft_ms);
+  for (uint32_t v : {c.prompt_tokens, c.cached_tokens, c.generated_tokens, c.preemptions}) w.Varint(v);
+}
+
+Status ReadClient(PostcardReader& r, ClientStats* c) {
+  LLMD_RETURN_IF_ERROR(r.String(&c->uid, kMaxClientUidBytes));
+  LLMD_RETURN_IF_ERROR(r.U8(&c->request_class));
+  if (c->request_class >= kRequestClasses) {
+    return InvalidArgumentError("client request_class " + std::to_string(c->request_class) + " is not a class");
+  }
+  for (uint32_t* v : {&c->requests, &c->refused_budget, &c->refused_queue_full, &c->refused_busy,
+                      &c->refused_deadline}) {
+    LLMD_RETURN_IF_ERROR(r.Varint32(v));
+  }
+  LLMD_RETURN_IF_ERROR(r.F32(&c->queue_wait_ms));
+  LLMD_RETURN_IF_ERROR(r.F32(&c->ttft_ms));
+  for (uint32_t* v : {&c->prompt_tokens, &c->cached_tokens, &c->generated_tokens, &c->preemptions}) {
+    LLMD_RETURN_IF_ERROR(r.Varint32(v));
+  }
+  return Status::Ok();
+}
+
+// The per-client rows appended to ServerStats: a reply that ends before them has none.
+Status ReadClients(PostcardReader& r, std::vector<ClientStats>* clients) {
+  if (r.done()) return Status::Ok();
+  uint32_t n;
+  LLMD_RETURN_IF_ERROR(r.Varint32(&n));
+  if (n > r.remaining()) return InvalidArgumentError("client count " + std::to_string(n) + " exceeds the message");
+  clients->resize(n);
+  for (ClientStats& c : *clients) LLMD_RETURN_IF_ERROR(ReadClient(r, &c).WithContext("client"));
+  return Status::Ok();
 }
 
 Status Finished(const PostcardReader& r) {
@@ -209,6 +255,10 @@ std::string EncodeResponse(const Response& r) {
       });
       w.Varint(st.draft_tokens);
       w.Varint(st.accepted_draft_tokens);
+      if (!st.clients.empty()) {
+        w.Varint(st.clients.size());
+        for (const ClientStats& c : st.clients) WriteClient(w, c);
+      }
       break;
     }
     case Response::Type::kModels:
@@ -283,6 +333,7 @@ Result<Response> DecodeResponse(std::string_view payload) {
         return Status::Ok();
       }));
       LLMD_RETURN_IF_ERROR(ReadAppendedCounters(r, &st.draft_tokens, &st.accepted_draft_tokens));
+      LLMD_RETURN_IF_ERROR(ReadClients(r, &st.clients));
       break;
     }
     case 7: {

@@ -71,6 +71,9 @@ struct GenerateParams {
   // Who waits on the answer: 0 interactive, 1 normal, 2 background (common/request_class.h);
   // default: the peer's configured class. Never above the peer's configured ceiling.
   std::optional<uint8_t> request_class;
+  // The first token is wanted within this many ms: refused at once with the expected wait
+  // (Busy) when the scheduler cannot meet it; default: no deadline.
+  std::optional<uint32_t> first_token_deadline_ms;
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
 
@@ -129,6 +132,28 @@ struct MemoryStats {
   friend bool operator==(const MemoryStats&, const MemoryStats&) = default;
 };
 
+// One client's counters since the daemon started (an llmd extension appended to ServerStats):
+// the requests of one peer UID in one request class that reached a model.
+struct ClientStats {
+  // The peer's UID in decimal; "other" for every UID past the first 16 seen, "unknown" for
+  // peers of no known UID (unidentified TCP peers). At most kMaxClientUidBytes.
+  std::string uid;
+  uint8_t request_class = 1;  // 0 interactive, 1 normal, 2 background
+  uint32_t requests = 0;      // refused ones included
+  uint32_t refused_budget = 0;      // its UID's token budget for the class was spent
+  uint32_t refused_queue_full = 0;  // its class's queue was full
+  uint32_t refused_busy = 0;        // any other lack of room (the memory floor)
+  uint32_t refused_deadline = 0;    // its first-token deadline could not be met
+  float queue_wait_ms = 0;  // mean, over the requests that ran and were not cancelled; 0: none
+  float ttft_ms = 0;        // mean, over those that generated a token; 0: none
+  uint32_t prompt_tokens = 0;  // cached ones included
+  uint32_t cached_tokens = 0;
+  uint32_t generated_tokens = 0;
+  uint32_t preemptions = 0;  // times its requests were paused for a higher class
+  friend bool operator==(const ClientStats&, const ClientStats&) = default;
+};
+inline constexpr uint32_t kMaxClientUidBytes = 16;
+
 // Counters since the daemon started (Stats).
 struct ServerStats {
   uint32_t requests = 0;          // generations finished
@@ -147,6 +172,10 @@ struct ServerStats {
   // decoding), all requests; 0 from an older llmd (nothing follows `memory` then).
   uint32_t draft_tokens = 0;
   uint32_t accepted_draft_tokens = 0;
+  // Appended after the draft counters: the per-client rows, by UID then class. Written only
+  // when there are any; a reply that ends after accepted_draft_tokens (an older llmd's, or
+  // one with no client yet) has none.
+  std::vector<ClientStats> clients;
   friend bool operator==(const ServerStats&, const ServerStats&) = default;
 };
 

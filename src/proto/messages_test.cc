@@ -166,7 +166,7 @@ TEST(Messages, ConstraintTextMustBeUtf8) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message(), "constraint: string is not valid UTF-8");
   Request last_field = ConstrainedStream(Constraint::Kind::kJsonSchema, "{}");
-  last_field.params.request_class = 1;  // the last field, so "x" is past the end
+  last_field.params.first_token_deadline_ms = 5;  // the last field, so "x" is past the end
   auto trailing = DecodeRequest(EncodeRequest(last_field) + "x");
   ASSERT_FALSE(trailing.has_value());
   EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
@@ -292,6 +292,10 @@ TEST(Messages, RequestClassMatchesTheDocumentedBytes) {
   EXPECT_FALSE(old->params.request_class.has_value());
   std::string bytes = EncodeRequest(r) + std::string("\x01\x03", 2);  // Some(3)
   auto bad = DecodeRequest(bytes);
+  r.params.request_class.reset();
+  r.params.draft_max.reset();
+  r.params.first_token_deadline_ms = 300;  // after request_class, which is then written as None
+  ExpectRequestBytes(r, "03 02 48 69 01 40 00 00 00 00 00 00 00 00 00 00 00 01 ac 02");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("request_class 3 is not a class"), std::string::npos) << bad.error().message();
 }
@@ -348,6 +352,46 @@ TEST(Messages, ServerStatsDraftCounters) {
   st.server_stats.memory.reset();  // the counters still follow, after memory: None
   ExpectResponseBytes(st, "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 "
                           "00 e8 07 80 05");
+}
+
+// The per-client rows follow the draft counters, and only when there are any: a reply that
+// ends at accepted_draft_tokens (an older llmd's) reads as none.
+TEST(Messages, ServerStatsClientRows) {
+  Response st;
+  st.type = Response::Type::kServerStats;
+  st.server_stats = {3, 300, 10.0f, 20.0f, 0, 0, 0.5f, 1, 0, 2};
+  const std::string older = "06 03 ac 02 00 00 20 41 00 00 a0 41 00 00 00 00 00 00 00 00 00 00 00 3f 01 00 02 00 00 00";
+  ExpectResponseBytes(st, older);  // no client yet: the bytes of an llmd from before the rows
+  auto back = DecodeResponse(EncodeResponse(st));
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_TRUE(back->server_stats.clients.empty());
+
+  st.server_stats.clients = {ClientStats{.uid = "1000",
+                                         .request_class = 2,
+                                         .requests = 5,
+                                         .refused_budget = 2,
+                                         .queue_wait_ms = 12.5f,
+                                         .ttft_ms = 96.0f,
+                                         .prompt_tokens = 400,
+                                         .cached_tokens = 100,
+                                         .generated_tokens = 64,
+                                         .preemptions = 1}};
+  const std::string row = "01 04 31 30 30 30 02 05 02 00 00 00 00 00 48 41 00 00 c0 42 90 03 64 40 01";
+  ExpectResponseBytes(st, older + " " + row);
+
+  // A row's class is one of the three; its count cannot exceed the message.
+  const size_t head = (older.size() + 1) / 3;  // the 30 bytes before the rows
+  std::string bad_class = EncodeResponse(st);
+  bad_class[head + 1 + 5] = '\x03';  // the class byte, after the count and "1000"
+  auto refused = DecodeResponse(bad_class);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("client request_class 3 is not a class"), std::string::npos)
+      << refused.error().message();
+  std::string too_many = EncodeResponse(st);
+  too_many[head] = '\x7f';
+  ASSERT_FALSE(DecodeResponse(too_many).has_value());
+  ASSERT_FALSE(DecodeResponse(EncodeResponse(st).substr(0, EncodeResponse(st).size() - 1)).has_value())
+      << "a cut row is a cut message";
 }
 
 TEST(Messages, ErrorCodesKeepTheSeedOrder) {

@@ -40,6 +40,12 @@ Status EngineWorker::Submit(Job job) {
   if (options_.memory_guard != nullptr) LLMD_RETURN_IF_ERROR(options_.memory_guard->Check());
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return ShuttingDownError();
+  if (job.first_token_deadline_ms) {
+    const WaitEstimate estimate = EstimateLocked(job.request_class, RoughPromptTokens(job.prompt));
+    if (estimate.known && estimate.first_token_ms() > *job.first_token_deadline_ms) {
+      return DeadlineUnmeetableError(estimate, *job.first_token_deadline_ms);
+    }
+  }
   job.submitted_ms = clock_.NowMs();
   LLMD_RETURN_IF_ERROR(queue_.Push(std::move(job)));
   cv_.notify_one();
@@ -127,6 +133,7 @@ void EngineWorker::ResetSlots() {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->sequence = i;
   }
+  width_ = DecodeWidth();
   ClearMemory();
 }
 
@@ -240,7 +247,32 @@ std::vector<Job> EngineWorker::TakeAdmissions() {
     }
   }
   SwapWhenIdle(lock);
+  ExpireQueued();
   return PopAdmissible();
+}
+
+void EngineWorker::ExpireQueued() {
+  for (Job& job : queue_.TakeExpired(clock_.NowMs())) {
+    job.channel->Push(JobEvent::Error(
+        DeadlineExceededError("the first-token deadline of " + std::to_string(*job.first_token_deadline_ms) +
+                              " ms passed while the request waited for a slot")));
+  }
+}
+
+WaitEstimate EngineWorker::EstimateFirstToken(RequestClass c, size_t prompt_tokens) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EstimateLocked(c, prompt_tokens);
+}
+
+WaitEstimate EngineWorker::EstimateLocked(RequestClass c, size_t prompt_tokens) const {
+  size_t busy = 0;
+  for (int k = 0; k <= ClassIndex(c); ++k) busy += busy_by_class_[k].load();
+  MeasuredCosts costs;
+  {
+    std::lock_guard<std::mutex> stats_lock(stats_mu_);
+    costs = costs_;
+  }
+  return EstimateWait(costs, busy, queue_.AheadOf(c), width_.load(), prompt_tokens);
 }
 
 // A new engine is swapped in between jobs: admissions wait until the slots drain.
@@ -351,6 +383,12 @@ void EngineWorker::RecordFinished(const engine::GenerationStats& st) {
   metrics_.accepted_draft_tokens += static_cast<uint64_t>(st.accepted_draft_tokens);
   std::lock_guard<std::mutex> lock(stats_mu_);
   ++finished_;
+  // Running means for wait estimates: recent requests count most.
+  auto mean = [](double& m, double sample) { m = m == 0 ? sample : 0.8 * m + 0.2 * sample; };
+  if (st.generated_tokens > 0) mean(costs_.slot_hold_ms, std::max(1.0, st.ttft_ms - st.queue_ms + st.decode_ms));
+  if (const int32_t uncached = st.prompt_tokens - st.cached_tokens; uncached > 0 && st.prefill_ms > 0) {
+    mean(costs_.prefill_ms_per_token, st.prefill_ms / uncached);
+  }
   if (st.generated_tokens > 0) {
     prefilled_ += st.prompt_tokens - st.cached_tokens;
     prefill_ms_ += st.prefill_ms;

@@ -34,6 +34,7 @@
 #ifndef LLMD_SCHED_ENGINE_WORKER_H_
 #define LLMD_SCHED_ENGINE_WORKER_H_
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -61,6 +62,7 @@
 #include "sched/metrics.h"
 #include "sched/session_store.h"
 #include "sched/step_policy.h"
+#include "sched/wait_estimate.h"
 
 namespace llmd::sched {
 
@@ -143,6 +145,10 @@ class EngineWorker {
   void PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens);
   WorkerStats stats() const;
 
+  // What a new job of class `c` with about `prompt_tokens` to prefill would wait for its first
+  // token now (wait_estimate.h).
+  WaitEstimate EstimateFirstToken(RequestClass c, size_t prompt_tokens) const;
+
   // Keeps the working memory this long from now when idle, then frees it (< 0: until a job
   // says otherwise); Ollama's keep_alive on a request that generates nothing.
   void KeepAlive(int64_t ms);
@@ -183,7 +189,13 @@ class EngineWorker {
   // The jobs that may take a free slot now (StepPolicy's MayAdmit); mu_ held.
   std::vector<Job> PopAdmissible();
   void ResetSlots();
-  size_t DecodeWidth() const;  // engine thread, or mu_ held
+  size_t DecodeWidth() const;  // engine thread
+  WaitEstimate EstimateLocked(RequestClass c, size_t prompt_tokens) const;  // mu_ held
+  // Fails the queued jobs whose deadline passed; mu_ held.
+  void ExpireQueued();
+  // At admission, with the prompt and its reuse known: whether the job can still meet its
+  // deadline; else the refusal.
+  Status CheckDeadline(const Job& job, size_t uncached_tokens) const;
   void Admit(Job job);
   void RunEmbeddings(Job& job);
   Result<engine::ChatPlan> BuildPrompt(Job& job);
@@ -268,6 +280,7 @@ class EngineWorker {
   std::vector<engine::DevicePlacement> placement_;  // guarded by stats_mu_
   engine::MemoryUse memory_;                        // guarded by stats_mu_
   uint64_t releases_ = 0;                           // guarded by stats_mu_
+  MeasuredCosts costs_;                             // guarded by stats_mu_: running means
   WorkerMetrics metrics_;     // token counters and histograms (thread-safe itself)
 
   // The engine's lifecycle: the engine thread holds it exclusively to swap the engine or free
@@ -284,6 +297,9 @@ class EngineWorker {
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0};
   uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
   std::atomic<uint32_t> paused_{0};
+  // The engine thread's view of its slots, for estimates on other threads.
+  std::array<std::atomic<uint32_t>, kRequestClasses> busy_by_class_{};
+  std::atomic<size_t> width_{0};
   DraftGovernor draft_governor_;  // engine thread: whether a step's drafts pay, measured
   uint64_t sampled_tokens_ = 0;   // engine thread: tokens sampled, for the governor's per-token times
   std::atomic<bool> model_loaded_{false};

@@ -95,6 +95,19 @@ void EngineWorker::RunEmbeddings(Job& job) {
   job.channel->Push(JobEvent::Done(std::move(done)));
 }
 
+Status EngineWorker::CheckDeadline(const Job& job, size_t uncached_tokens) const {
+  if (!job.first_token_deadline_ms) return Status::Ok();
+  MeasuredCosts costs;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    costs = costs_;
+  }
+  WaitEstimate estimate = EstimateWait(costs, 0, 0, 1, uncached_tokens);
+  estimate.queue_ms = clock_.NowMs() - job.submitted_ms;  // waited already
+  if (!estimate.known || estimate.first_token_ms() <= *job.first_token_deadline_ms) return Status::Ok();
+  return DeadlineUnmeetableError(estimate, *job.first_token_deadline_ms);
+}
+
 void EngineWorker::Admit(Job job) {
   const bool embedding_job = std::holds_alternative<EmbeddingInputs>(job.prompt);
   if (embedding_job || engine_->model_info().embeddings) {
@@ -145,6 +158,12 @@ void EngineWorker::Admit(Job job) {
 
   std::vector<size_t> cuts = PromptCuts(*prompt);
   const ReusePlan plan = PlanReuse(*prompt, ShapeMatters() ? &cuts : nullptr);
+  if (Status late = CheckDeadline(job, prompt->size() - plan.keep); !late.ok()) {
+    job.channel->Push(JobEvent::Error(late));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(running_, job.channel);
+    return;
+  }
   Slot& slot = *plan.target;
   const size_t keep = ApplyReuse(plan);
   slot.busy = true;
@@ -159,6 +178,7 @@ void EngineWorker::Admit(Job job) {
   slot.out.parser = std::move(chat_plan->parser);
   slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
+  slot.out.stats.queue_ms = static_cast<double>(clock_.NowMs() - job.submitted_ms);
   if (auto* turn = std::get_if<SessionTurn>(&job.prompt)) slot.session_system = turn->system;
   slot.job = std::move(job);
   if (slot.budget <= 0) {

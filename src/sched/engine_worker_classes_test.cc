@@ -163,5 +163,42 @@ TEST(EngineWorkerClasses, OnRecurrentMemoryAPausedJobResumesWithTheTokensOfItsSo
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
 }
 
+// Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured
+// decides.
+TEST(EngineWorkerClasses, ADeadlineTheEstimateCannotMeetIsRefusedAtOnceAndAQueuedOneExpires) {
+  Rig rig({.sequences = 1, .step_ms = 100, .item_ms = 1}, TestOptions());
+  Job unmeasured = Raw("before anything is measured", 4);
+  unmeasured.first_token_deadline_ms = 1;
+  ASSERT_TRUE(rig.Run(std::move(unmeasured)).has_value());  // nothing known: nothing refused
+  EXPECT_TRUE(rig.worker->EstimateFirstToken(RequestClass::kNormal, 10).known);
+
+  rig.fake->HoldDecodes();
+  auto running = rig.Submit(Raw("holds the only slot for a while", 20));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  Job hopeless = Raw("wanted within a millisecond", 4);
+  hopeless.first_token_deadline_ms = 1;
+  const Status refused = rig.worker->Submit(std::move(hopeless));
+  EXPECT_EQ(refused.reason(), ErrorReason::kDeadlineUnmeetable);
+  EXPECT_NE(refused.message().find("1 requests ahead"), std::string::npos) << refused.message();
+
+  // A deadline the estimate allows, which then passes while the job waits for the slot.
+  const WaitEstimate now = rig.worker->EstimateFirstToken(RequestClass::kNormal, 10);
+  Job hopeful = Raw("a deadline it may meet", 4);
+  hopeful.first_token_deadline_ms = now.first_token_ms() + 1;
+  auto queued = rig.Submit(std::move(hopeful));
+  // Each step moves the clock 100 ms; the running job has 20 tokens to go, so the deadline
+  // passes first.
+  std::optional<JobEvent> end;
+  for (int i = 0; i < 30 && !end.has_value(); ++i) {
+    ASSERT_TRUE(rig.Step());
+    end = queued->TryPop();
+  }
+  ASSERT_TRUE(end.has_value()) << "the queued job's deadline never passed";
+  EXPECT_EQ(end->type, JobEvent::Type::kError);
+  EXPECT_EQ(end->error.code(), StatusCode::kDeadlineExceeded) << end->error.ToString();
+  rig.Release();
+  ASSERT_TRUE(Await(*running).has_value());
+}
+
 }  // namespace
 }  // namespace llmd::sched

@@ -28,10 +28,16 @@ StepChoice EngineWorker::ChooseThisStep() {
   StepPolicyOptions policy{.decode_width = DecodeWidth(), .shared_prefill_tokens = options_.shared_prefill_tokens};
   if (options_.background_mode) policy.background = options_.background_mode();
   StepChoice choice = ChooseStep(busy, policy, ++rounds_);
+  std::array<uint32_t, kRequestClasses> by_class{};
+  for (const SlotView& view : busy) ++by_class[ClassIndex(view.request_class)];
+  for (int c = 0; c < kRequestClasses; ++c) busy_by_class_[c] = by_class[c];
   // A slot that ran and now sits out was preempted; one that sat out and runs again resumes
   // where it stopped (its memory and sampler did not move).
   for (size_t i : choice.paused) {
-    if (!slots_[i]->paused) ++preemptions_;
+    if (!slots_[i]->paused) {
+      ++preemptions_;
+      ++slots_[i]->out.stats.preemptions;
+    }
     slots_[i]->paused = true;
   }
   for (size_t i : choice.decode) slots_[i]->paused = false;

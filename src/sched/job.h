@@ -105,6 +105,10 @@ struct Job {
   // the front end; the scheduler serves the higher class first and pauses lower ones for it.
   RequestClass request_class = RequestClass::kNormal;
   std::optional<uint32_t> peer_uid;  // whose turn it is within a class; unknown: one peer of its own
+  // The first token is wanted within this many ms of submission: a job the scheduler expects
+  // to miss it is refused at once with the expected wait (kDeadlineUnmeetable), and one still
+  // queued when it passes ends with DeadlineExceeded. None: no deadline.
+  std::optional<int64_t> first_token_deadline_ms;
   std::shared_ptr<JobChannel> channel = std::make_shared<JobChannel>();
   int64_t submitted_ms = 0;         // set by EngineWorker::Submit from its clock
 };

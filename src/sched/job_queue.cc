@@ -56,6 +56,22 @@ std::deque<Job> JobQueue::TakeAll() {
   return all;
 }
 
+std::vector<Job> JobQueue::TakeExpired(int64_t now_ms) {
+  std::vector<Job> expired;
+  for (ClassQueue& queue : classes_) {
+    for (auto it = queue.by_peer.begin(); it != queue.by_peer.end();) {
+      std::erase_if(it->second, [&](Job& job) {
+        if (!job.first_token_deadline_ms || now_ms - job.submitted_ms <= *job.first_token_deadline_ms) return false;
+        expired.push_back(std::move(job));
+        --queue.size;
+        return true;
+      });
+      it = it->second.empty() ? queue.by_peer.erase(it) : std::next(it);
+    }
+  }
+  return expired;
+}
+
 size_t JobQueue::size() const {
   size_t n = 0;
   for (const ClassQueue& queue : classes_) n += queue.size;

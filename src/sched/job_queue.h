@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "common/request_class.h"
 #include "sched/job.h"
@@ -33,6 +34,8 @@ class JobQueue {
   std::optional<RequestClass> FirstClass() const;
   // Everything waiting, in no particular order (shutdown).
   std::deque<Job> TakeAll();
+  // The jobs whose first-token deadline has passed by `now_ms` (the clock of submitted_ms).
+  std::vector<Job> TakeExpired(int64_t now_ms);
 
   bool empty() const { return size() == 0; }
   size_t size() const;

@@ -23,6 +23,7 @@ void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonCo
   }
   job->request_class = ResolveClass(c.request_classes, s.peer, s.request_class);
   job->peer_uid = s.peer.uid;
+  if (s.first_token_deadline_ms) job->first_token_deadline_ms = *s.first_token_deadline_ms;
 }
 
 }  // namespace llmd::sched

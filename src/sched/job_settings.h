@@ -26,6 +26,7 @@ struct GenerationSettings {
   // the config's request_classes give the peer its default and its ceiling.
   std::optional<RequestClass> request_class;
   PeerIdentity peer;
+  std::optional<uint32_t> first_token_deadline_ms;  // Job::first_token_deadline_ms
 };
 
 // Sets `job`'s options (max_tokens, sampling, draft_max), sanitize, its class (never above the

@@ -3,6 +3,11 @@
 // runs the guard cascade (the answer is generated whole, judged by the guard model, then shown
 // or refused). Waiting itself (deadline, peer, drain) is the JobWaiter's business.
 //
+// Every generation passes here, so here each request is counted in the ServerState's
+// ClientLedger under its peer UID and class, and held to its class's token budget
+// (class_token_budgets): refused before it is queued while its bucket is empty, charged its
+// uncached prompt and generated tokens once it ends. Counting a prompt (count_only) is neither.
+//
 // Thread-safety: Dispatch may be called from any number of threads at once.
 #ifndef LLMD_SCHED_REQUEST_DISPATCH_H_
 #define LLMD_SCHED_REQUEST_DISPATCH_H_
@@ -45,6 +50,12 @@ class RequestDispatcher {
                    int64_t deadline) const;
   // A job's error, unless the daemon is stopping: then the error is that.
   Status StoppingOr(const Status& error) const;
+  // Runs the answer on `route`, then the guard when asked.
+  RunOutcome Run(const ModelRoute& route, RunRequest request) const;
+  // The budget refusal of `client` while its bucket is empty; OK otherwise.
+  Status CheckBudget(const ClientId& client) const;
+  // Counts `outcome` in the ledger and charges its tokens to the budget of `client`.
+  void Account(const ClientId& client, const RunOutcome& outcome) const;
 
   ServerState& state_;
   const JobWaiter& waiter_;

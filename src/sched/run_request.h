@@ -39,6 +39,9 @@ struct RunOutcome {
     kPeerGone,  // the peer left or stopped reading; the job was cancelled and drained
   };
   Kind kind = Kind::kError;
+  // kDone: the answer. Otherwise, when the job ran: what it had done when it ended (a refusal's
+  // stats; a cancelled job's, which the token budget charges); front ends show it only for a
+  // refusal, and that without its text.
   engine::Completion completion;
   Status error;
   double guard_ms = 0;  // time spent in the guard cascade

@@ -1,6 +1,8 @@
 // ServerState: what every front end (native socket, HTTP APIs) may ask of the running daemon:
 // its settings, its models, whether it is ready or stopping, the rate limiter and the request
-// counters. The daemon implements it (daemon::ServerContext); front ends see only this.
+// counters. The daemon implements it (daemon::ServerContext); front ends see only this. The
+// per-client ledger and the token budgets are kept here, by every implementation alike: the
+// RequestDispatcher, which every generation passes, feeds and consults them.
 //
 // Thread-safety: every method is thread-safe. Lifetime: the workers returned live as long as
 // the daemon serves.
@@ -14,9 +16,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "sched/client_ledger.h"
 #include "sched/engine_worker.h"
 #include "sched/metrics.h"
 #include "sched/rate_limiter.h"
+#include "sched/token_budget.h"
 
 namespace llmd::sched {
 
@@ -40,6 +44,16 @@ class ServerState {
   virtual void RequestShutdown() = 0;
   virtual RateLimiter& rate_limiter() = 0;
   virtual RequestCounters& requests() = 0;  // finished requests by API and outcome
+
+  // Per (peer UID, class): requests, refusals, waits, tokens (/metrics, the native Stats reply).
+  ClientLedger& clients() { return clients_; }
+  const ClientLedger& clients() const { return clients_; }
+  // The class_token_budgets buckets, per (peer UID, class).
+  TokenBudgets& token_budgets() { return token_budgets_; }
+
+ private:
+  ClientLedger clients_;
+  TokenBudgets token_budgets_;
 };
 
 inline EngineWorker* ServerState::WorkerFor(const std::optional<std::string>& name) const {

@@ -3,9 +3,7 @@
 // /metrics and the replies say what happened, never the time it took. Skipped unless root
 // (a second UID needs it).
 #include <gtest/gtest.h>
-#include <grp.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <regex>
@@ -14,11 +12,10 @@
 
 #include "tests/support/daemon_harness.h"
 #include "tests/support/http_harness.h"
+#include "tests/support/nobody_child.h"
 
 namespace llmd::testing {
 namespace {
-
-constexpr uint32_t kNobody = 65534;
 
 // A value of /metrics: `name{model="...",<labels>} value`, summed over models; -1 if absent.
 long Metric(DaemonProcess& d, const std::string& name, const std::string& labels = "") {
@@ -44,61 +41,6 @@ std::optional<proto::Response> Final(RawConn& c) {
   }
   return std::nullopt;
 }
-
-// A child process as nobody, told when to stop through a pipe and telling through another.
-class NobodyChild {
- public:
-  template <typename Fn>
-  explicit NobodyChild(Fn fn) {
-    if (::pipe(to_child_) != 0 || ::pipe(from_child_) != 0) return;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      DieWithParent();
-      // Only its own ends: an earlier child's pipe held open here would never see its EOF.
-      for (int fd = 3; fd < 1024; ++fd) {
-        if (fd != to_child_[0] && fd != from_child_[1]) ::close(fd);
-      }
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
-          ::setresuid(kNobody, kNobody, kNobody) != 0) {
-        ::_exit(100);
-      }
-      ::_exit(fn(from_child_[1], to_child_[0]));
-    }
-    ::close(to_child_[0]);
-    ::close(from_child_[1]);
-  }
-  ~NobodyChild() { (void)Wait(); }
-  // Waits for the child's one-byte signal; false if it ended without sending it.
-  bool WaitForSignal() {
-    char byte = 0;
-    return ::read(from_child_[0], &byte, 1) == 1;
-  }
-  // Tells the child to stop and returns its exit code.
-  int Wait() {
-    if (pid_ <= 0) return -1;
-    ::close(to_child_[1]);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int to_child_[2] = {-1, -1};
-  int from_child_[2] = {-1, -1};
-};
-
-// Signals, then blocks until told to stop.
-int SignalAndHold(int signal_fd, int stop_fd) {
-  char byte = 1;
-  if (::write(signal_fd, &byte, 1) != 1) return 90;
-  (void)!::read(stop_fd, &byte, 1);
-  return 0;
-}
-
-#define SKIP_UNLESS_ROOT() \
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a second peer UID"
 
 TEST(DaemonClasses, AnInteractivePeerRunsAtOnceWhileBackgroundWorkFillsEverySlot) {
   SKIP_UNLESS_ROOT();

@@ -191,9 +191,10 @@ TEST(DaemonRpc, ASplitOverTwoRpcServersGivesTheSameTokensAsTheCpu) {
   EXPECT_GE(b_loaded, weights_kib["RPC1"] * 9 / 10) << "RPC1 holds the output head";
 }
 
-// The 0.6B shape with one 512-token slot: small enough for two loopback servers, layers
+// The 0.6B shape with one 512-token slot and none reserved: small enough for two loopback servers, layers
 // big enough (~8.5 MiB) for the caps to decide the split.
-const std::vector<std::string> kSmallContext = {"--threads", "2", "--parallel", "1", "--context", "512"};
+const std::vector<std::string> kSmallContext = {"--threads", "2", "--parallel", "1", "--reserved-sequences", "0",
+                                                  "--context", "512"};
 
 std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());

@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   chat->add_option("--system", chat_system, "System prompt of a new session");
   auto* stats = app.add_subcommand(
       "stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse, memory, speculative decoding");
+  bool by_client = false;
+  stats->add_flag("--by-client", by_client,
+                  "One line per peer UID and request class: requests, refusals, mean queue wait and TTFT, tokens, "
+                  "preemptions");
   auto* models = app.add_subcommand("models", "List the loaded models");
   auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
   auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
@@ -200,6 +204,15 @@ int main(int argc, char** argv) {
       // null when nothing was drafted: 0/0 is no rate.
       const auto rate = llmd::llmctl::DraftAcceptanceRate(r->draft_tokens, r->accepted_draft_tokens);
       j["draft_acceptance_rate"] = rate ? nlohmann::json(*rate) : nlohmann::json(nullptr);
+      j["clients"] = nlohmann::json::array();
+      for (const auto& c : r->clients) {
+        j["clients"].push_back({{"uid", c.uid}, {"class", c.request_class}, {"requests", c.requests},
+                                {"refused", {{"budget", c.refused_budget}, {"queue_full", c.refused_queue_full},
+                                             {"busy", c.refused_busy}, {"deadline", c.refused_deadline}}},
+                                {"queue_wait_ms", c.queue_wait_ms}, {"ttft_ms", c.ttft_ms},
+                                {"prompt_tokens", c.prompt_tokens}, {"cached_tokens", c.cached_tokens},
+                                {"generated_tokens", c.generated_tokens}, {"preemptions", c.preemptions}});
+      }
       if (r->memory) {
         const auto& m = *r->memory;
         j["memory_mib"] = {{"weights_resident", m.weights_resident_mib}, {"kv_reserved", m.kv_reserved_mib},
@@ -208,6 +221,8 @@ int main(int argc, char** argv) {
         j["working_memory_releases"] = m.working_memory_releases;
       }
       std::printf("%s\n", j.dump().c_str());
+    } else if (by_client) {
+      std::fputs(llmd::llmctl::ClientTable(r->clients).c_str(), stdout);
     } else {
       std::printf("requests: %u (%u generated tokens)\nttft: p50 %.0f ms, p95 %.0f ms\n"
                   "prefill: %.1f tok/s\ndecode: %.1f tok/s\ncached prompt tokens: %.0f%%\n"

@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "llmd/client.h"
 
 namespace llmd::llmctl {
 
@@ -14,6 +17,10 @@ std::optional<double> DraftAcceptanceRate(uint64_t drafted, uint64_t accepted);
 
 // "speculative: 120 drafted, 84 accepted (70.0%)"; the rate is "-" when nothing was drafted.
 std::string DraftLine(uint64_t drafted, uint64_t accepted);
+
+// `stats --by-client`: one line per peer UID and class, under a header: requests, refusals (all,
+// and those over the token budget), mean queue wait and TTFT (ms), tokens, preemptions.
+std::string ClientTable(const std::vector<ServerStats::Client>& clients);
 
 }  // namespace llmd::llmctl
 

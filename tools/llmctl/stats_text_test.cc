@@ -13,5 +13,17 @@ TEST(DraftLine, SaysTheRateOnlyWhenSomethingWasDrafted) {
   EXPECT_DOUBLE_EQ(DraftAcceptanceRate(8, 6).value(), 0.75);
 }
 
+TEST(ClientTable, OneLinePerUidAndClassUnderAHeader) {
+  ServerStats::Client bg{.uid = "1000", .request_class = "background", .requests = 5, .refused_budget = 2,
+                         .refused_queue_full = 1, .queue_wait_ms = 7.5f, .ttft_ms = 96.0f, .prompt_tokens = 400,
+                         .cached_tokens = 100, .generated_tokens = 64, .preemptions = 1};
+  ServerStats::Client other{.uid = "other", .request_class = "normal", .requests = 1};
+  EXPECT_EQ(ClientTable({bg, other}),
+            "uid      class        requests  refused over budget   queue ms   ttft ms   prompt   cached generated preempted\n"
+            "1000     background          5        3           2        7.5      96.0      400      100        64         1\n"
+            "other    normal              1        0           0        0.0       0.0        0        0         0         0\n");
+  EXPECT_EQ(ClientTable({}), "no client has sent a request yet\n");
+}
+
 }  // namespace
 }  // namespace llmd::llmctl
