@@ -17,7 +17,7 @@
 namespace llmd::sched {
 
 EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions options)
-    : options_(options),
+    : options_(std::move(options)),
       clock_(*options_.clock),
       queue_(options_.queue_depth),
       sessions_(options_.max_sessions),

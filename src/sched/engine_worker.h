@@ -197,6 +197,7 @@ class EngineWorker {
   // deadline; else the refusal.
   Status CheckDeadline(const Job& job, size_t uncached_tokens) const;
   void Admit(Job job);
+  void Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<engine::Sampler> sampler);
   void RunEmbeddings(Job& job);
   Result<engine::ChatPlan> BuildPrompt(Job& job);
   // Where the shape of a decode changes its arithmetic (MemoryCapabilities::

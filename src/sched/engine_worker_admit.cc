@@ -155,27 +155,33 @@ void EngineWorker::Admit(Job job) {
     std::erase(running_, job.channel);
     return;
   }
+  Place(std::move(job), std::move(*chat_plan), std::move(sampler));
+}
 
-  std::vector<size_t> cuts = PromptCuts(*prompt);
-  const ReusePlan plan = PlanReuse(*prompt, ShapeMatters() ? &cuts : nullptr);
-  if (Status late = CheckDeadline(job, prompt->size() - plan.keep); !late.ok()) {
+// A checked job onto the slot that lets it reuse the most, unless its deadline is already lost.
+void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<engine::Sampler> sampler) {
+  std::vector<engine::TokenId>& prompt = chat_plan.prompt;
+  std::vector<size_t> cuts = PromptCuts(prompt);
+  const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr);
+  if (Status late = CheckDeadline(job, prompt.size() - plan.keep); !late.ok()) {
     job.channel->Push(JobEvent::Error(late));
     std::lock_guard<std::mutex> lock(mu_);
     std::erase(running_, job.channel);
     return;
   }
+  const int64_t n_ctx = engine_->model_info().context_tokens;
   Slot& slot = *plan.target;
   const size_t keep = ApplyReuse(plan);
   slot.busy = true;
   slot.job_id = static_cast<uint64_t>(++use_counter_);
   slot.last_used = use_counter_;
-  slot.prompt = std::move(*prompt);
+  slot.prompt = std::move(prompt);
   slot.cuts = std::move(cuts);
   slot.prefilled = keep;
   slot.sampler = std::move(sampler);
   slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
   slot.stops = chat::StopStrings(job.stop);
-  slot.out.parser = std::move(chat_plan->parser);
+  slot.out.parser = std::move(chat_plan.parser);
   slot.out.stats.prompt_tokens = static_cast<int32_t>(slot.prompt.size());
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
   slot.out.stats.queue_ms = static_cast<double>(clock_.NowMs() - job.submitted_ms);
