@@ -231,7 +231,8 @@ TEST(RequestDispatcher, APeerThatLeavesIsChargedWhatItsJobGenerated) {
   r.on_text = [](const JobEvent&) { return false; };
   ASSERT_EQ(f.Dispatch(std::move(r)).kind, RunOutcome::Kind::kPeerGone);
   EXPECT_EQ(f.Dispatch(From(7, RequestClass::kNormal)).error.reason(), ErrorReason::kBudgetExhausted);
-  const ClientCounters* c = Row(f.state.clients().Snapshot(), "7", RequestClass::kNormal);
+  const auto rows = f.state.clients().Snapshot();  // Row points into it
+  const ClientCounters* c = Row(rows, "7", RequestClass::kNormal);
   ASSERT_NE(c, nullptr);
   EXPECT_GT(c->prompt_tokens, 6u);
 }
@@ -264,7 +265,8 @@ TEST(RequestDispatcher, AFullQueueIsCountedAsTheClientsRefusal) {
   RunOutcome o = RequestDispatcher(state, waiter).Dispatch(From(9, RequestClass::kNormal));
   rig.Release();
   EXPECT_EQ(o.error.reason(), ErrorReason::kQueueFull);
-  const ClientCounters* c = Row(state.clients().Snapshot(), "9", RequestClass::kNormal);
+  const auto rows = state.clients().Snapshot();  // Row points into it
+  const ClientCounters* c = Row(rows, "9", RequestClass::kNormal);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->refusals[static_cast<size_t>(Refusal::kQueueFull)], 1u);
   EXPECT_EQ(c->queue_waits, 0u);
