@@ -12,10 +12,11 @@ llama-server: loopback TCP); TTFT is the time to the first content delta. Backgr
 run in child processes as uid 65534 (nobody) and 65533, so llmd sees real peer UIDs.
 
 Workload:
-  interactive  a short system prompt and question, max_tokens 8 (ignore_eos), one at a time,
-               each sent 1.5 s after the one before or, if that has not answered yet, as soon as
-               it has (as the issue's seed measured it); --samples requests (20) or as many as
-               start within 90 s, whichever is fewer (a FIFO server under load answers slowly)
+  interactive  a short system prompt and question, max_tokens 8 (ignore_eos), one at a time on
+               a 1.5 s schedule: request k at 1.5 k s or, if the one before has not answered by
+               then, as soon as it has (never two at once); --samples requests (20) or as many as
+               start within 60 s, whichever is fewer (a FIFO server under load answers slowly);
+               one with no first token after 60 s is cut and counted at 60 s
   background   N clients (4, then 8) looping 250-word prompts (random words, new each time, so
                no cache hits) with 96-token answers (ignore_eos: every answer is 96 tokens)
 Rows per contender: the interactive client alone (idle); under N background clients; under 4
@@ -24,14 +25,16 @@ p95 / idle p95, the background clients' aggregate tok/s while the interactive cl
 deltas received from its first request to its last answer, scaled by completion_tokens / deltas
 of the finished requests), and llmd's preemptions (llmd_preemptions_total on /metrics, the change
 over the row). Every row starts on an idle server (/metrics shows nothing running or queued).
-Fairness: uid 65533 sends the interactive-shaped request one at a time (every 0.5 s at most)
+Fairness: uid 65533 sends the interactive-shaped request the same way on a 0.5 s schedule
 alone, beside uid 65534 keeping 4 background requests in flight, and beside 65534 keeping 16;
 65533's p95 TTFT and the ratios (both UIDs are background in llmd-classes, normal in llmd-off).
 Serving: the scripts/bench 4-client row (4 clients x 4 chats of 64 tokens, one UID) for
 llmd-off and llama-server over HTTP: with classes off llmd should match llama-server's p95.
 
-Run through scripts/bench --qos (as root: the second UIDs need it). Writes OUT/qos.json and
-OUT/qos.txt (markdown tables); prints the tables. It reports targets, never fails on a speed.
+Run through scripts/bench --qos (as root: the second UIDs need it). Writes OUT/qos.json (every
+number, and each load row's timeline: when each request was sent, answered and ended, to see what
+a slow answer waited behind) and OUT/qos.txt (markdown tables); prints the tables. It reports
+targets, never fails on a speed.
 """
 import argparse, http.client, json, os, shutil, signal, socket, stat, subprocess, sys, tempfile, threading, time
 
@@ -95,8 +98,10 @@ class Aborter:
                     pass
 
 
-def chat(target, messages, max_tokens, ignore_eos, aborter=None, on_first=None):
-    """One streamed chat completion: send time, TTFT, content-delta times, usage."""
+def chat(target, messages, max_tokens, ignore_eos, aborter=None, on_first=None, ttft_cap=None):
+    """One streamed chat completion: send time, TTFT, content-delta times, usage. With ttft_cap
+    (s), a request with no first token by then is cut and marked censored (its TTFT is at least
+    the cap): a FIFO server under load can take minutes."""
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "stream_options": {"include_usage": True}, "chat_template_kwargs": {"enable_thinking": False}}
     if ignore_eos:
@@ -107,6 +112,17 @@ def chat(target, messages, max_tokens, ignore_eos, aborter=None, on_first=None):
     if aborter and not aborter.add(c):
         rec["error"], rec["end"] = "stopped", rec["send"]
         return rec
+    timer = None
+    if ttft_cap:
+        def cut():
+            if rec["ttft"] is None:
+                rec["censored"] = True
+                try:
+                    c.sock.shutdown(socket.SHUT_RDWR)
+                except (OSError, AttributeError):
+                    pass
+        timer = threading.Timer(ttft_cap, cut)
+        timer.start()
     try:
         c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
         r = c.getresponse()
@@ -140,10 +156,14 @@ def chat(target, messages, max_tokens, ignore_eos, aborter=None, on_first=None):
     except (OSError, http.client.HTTPException, ValueError) as e:
         rec["error"] = rec["error"] or f"{type(e).__name__}: {e}"
     finally:
+        if timer:
+            timer.cancel()
         if aborter:
             aborter.remove(c)
         c.close()
         rec["end"] = time.monotonic()
+    if rec.get("censored"):
+        rec["error"] = f"no first token within {ttft_cap} s"
     return rec
 
 
@@ -192,16 +212,17 @@ def child_loop(spec):
 
 
 def child_paced(spec):
-    """Interactive-shaped requests every `interval` s: open loop (each in its own thread, on
-    schedule) or closed (one at a time, the next no sooner than the schedule). Stops after
-    `samples` or, closed, when `time_cap` s have passed."""
-    out, lock, th = [], threading.Lock(), []
+    """Interactive-shaped requests one at a time on an `interval` schedule: request k at
+    k * interval, or, when the one before has not answered by then, as soon as it has. Stops
+    after `samples`, or when `time_cap` s have passed."""
+    out, lock = [], threading.Lock()
     t0 = time.monotonic()
 
     def one(k):
         q = QUESTIONS[(k + spec["seed"]) % len(QUESTIONS)]
         r = chat(spec["target"], [{"role": "system", "content": SYSTEM},
-                                  {"role": "user", "content": f"{q} ({spec['tag']} {k})"}], spec["max_tokens"], True)
+                                  {"role": "user", "content": f"{q} ({spec['tag']} {k})"}], spec["max_tokens"], True,
+                 ttft_cap=spec.get("ttft_cap"))
         r["k"] = k
         with lock:
             out.append(r)
@@ -211,13 +232,7 @@ def child_paced(spec):
         if spec.get("time_cap") and k > 0 and time.monotonic() - t0 > spec["time_cap"]:
             break
         time.sleep(max(0.0, when - time.monotonic()))
-        if spec["open_loop"]:
-            t = threading.Thread(target=one, args=(k,))
-            t.start(); th.append(t)
-        else:
-            one(k)
-    for t in th:
-        t.join()
+        one(k)
     emit("result " + json.dumps(sorted(out, key=lambda r: r["k"])))
 
 
@@ -405,16 +420,23 @@ def bg_spec(o, s, tag, clients, long_words=0, requests=None, max_tokens=None, wo
             "requests": requests, "seed": o.seed}
 
 
-def paced_spec(o, s, tag, samples, interval, open_loop, time_cap=None):
+def paced_spec(o, s, tag, samples, interval, time_cap=None):
     return {"mode": "paced", "target": s.target, "tag": tag, "samples": samples, "interval": interval,
-            "open_loop": open_loop, "time_cap": time_cap, "max_tokens": o.interactive_tokens, "seed": o.seed}
+            "time_cap": time_cap, "max_tokens": o.interactive_tokens, "seed": o.seed,
+            "ttft_cap": o.ttft_cap}
 
 
-def ttft_stats(recs):
+def ttft_stats(recs, cap=None):
+    """p50/p95 over the answered requests and the censored ones (no first token within the cap:
+    counted at the cap, so a p95 that lands on one is a lower bound, `p95_censored`)."""
     ok = [r for r in recs if r["ttft"] is not None and not r["error"]]
-    xs = [r["ttft"] * 1000 for r in ok]
-    return {"n": len(xs), "errors": len(recs) - len(ok), "p50_ms": pct(xs, 0.5), "p95_ms": pct(xs, 0.95),
-            "ttft_ms": xs, "error_texts": sorted({r["error"] for r in recs if r["error"]})[:5]}
+    cens = [r for r in recs if r.get("censored")]
+    xs = sorted([r["ttft"] * 1000 for r in ok] + [(cap or 0) * 1000] * len(cens))
+    p95 = pct(xs, 0.95)
+    return {"n": len(xs), "censored": len(cens), "errors": len(recs) - len(ok) - len(cens), "p50_ms": pct(xs, 0.5),
+            "p95_ms": p95, "p95_censored": bool(cens) and cap is not None and p95 >= cap * 1000,
+            "p50_censored": bool(cens) and cap is not None and pct(xs, 0.5) >= cap * 1000, "ttft_ms": xs,
+            "error_texts": sorted({r["error"] for r in recs if r["error"]})[:5]}
 
 
 def background_stats(recs, t0, t1):
@@ -444,7 +466,7 @@ def load_row(o, s, name, tag, clients, long_words=0):
         # may still be prefilling: that is what its row measures), then a moment more.
         bg.wait_firsts(min(clients, PARALLEL) - (1 if long_words else 0), exclude=(0,) if long_words else ())
         time.sleep(o.settle_s)
-        inter = Clients(o, INTERACTIVE_UID, paced_spec(o, s, tag, o.samples, o.interval, False, o.row_cap))
+        inter = Clients(o, INTERACTIVE_UID, paced_spec(o, s, tag, o.samples, o.interval, o.row_cap))
         irecs = inter.finish(stop=False)
         # The window: from the first interactive request to the last one's end.
         t0, t1 = min(r["send"] for r in irecs), max(r["end"] for r in irecs)
@@ -453,8 +475,8 @@ def load_row(o, s, name, tag, clients, long_words=0):
             inter.kill()
         brecs = bg.finish()
     after = s.metrics()
-    row = {"interactive": ttft_stats(irecs), "background": background_stats(brecs, t0, t1), "clients": clients,
-           "long_words": long_words, "idle_wait_s": idle_wait,
+    row = {"interactive": ttft_stats(irecs, o.ttft_cap), "background": background_stats(brecs, t0, t1), "clients": clients,
+           "long_words": long_words, "idle_wait_s": idle_wait, "loadavg_after": os.getloadavg(),
            # The timeline, in s from the first interactive request: [send, ttft, end] and, for the
            # background, [client, send, ttft, end, tokens, long]: what each slow answer waited behind.
            "timeline": {"interactive": [[round(r["send"] - t0, 3), r["ttft"] and round(r["ttft"], 3),
@@ -482,7 +504,7 @@ def fairness(o, s, name):
                 nb = Clients(o, BACKGROUND_UID, bg_spec(o, s, f"fair{neighbour}", neighbour))
                 nb.wait_firsts(min(neighbour, PARALLEL))
                 time.sleep(o.settle_s)
-            other = Clients(o, OTHER_UID, paced_spec(o, s, f"other{neighbour}", o.fair_samples, o.fair_interval, False,
+            other = Clients(o, OTHER_UID, paced_spec(o, s, f"other{neighbour}", o.fair_samples, o.fair_interval,
                                                      o.fair_cap if neighbour else None))
             recs = other.finish(stop=False)
         finally:
@@ -491,7 +513,7 @@ def fairness(o, s, name):
             if nb:
                 nb.finish()
         after = s.metrics()
-        out[label] = ttft_stats(recs)
+        out[label] = ttft_stats(recs, o.ttft_cap)
         out[label]["idle_wait_s"] = idle_wait
         if preemptions(before, after) is not None:
             out[label]["preemptions"] = preemptions(before, after)
@@ -538,11 +560,11 @@ def contender(o, name, workdir, sockdir):
         # state) and the interactive request (its system prompt is then warm, as it would be).
         w = Clients(o, BACKGROUND_UID, bg_spec(o, s, "warm", PARALLEL, requests=1, max_tokens=4))
         w.finish(stop=False)
-        Clients(o, INTERACTIVE_UID, paced_spec(o, s, "warm", 2, 0.2, False)).finish(stop=False)
+        Clients(o, INTERACTIVE_UID, paced_spec(o, s, "warm", 2, 0.2)).finish(stop=False)
         progress(f"  {name}: interactive alone (idle)")
         wait_idle(s)
-        res["idle"] = ttft_stats(Clients(o, INTERACTIVE_UID, paced_spec(o, s, "idle", o.samples, o.interval, False))
-                                 .finish(stop=False))
+        res["idle"] = ttft_stats(Clients(o, INTERACTIVE_UID, paced_spec(o, s, "idle", o.samples, o.interval))
+                                 .finish(stop=False), o.ttft_cap)
         progress(f"    p50 {res['idle']['p50_ms']:.0f} ms, p95 {res['idle']['p95_ms']:.0f} ms")
         res["load"] = {str(n): load_row(o, s, name, f"load{n}", n) for n in o.clients}
         res["long"] = load_row(o, s, name, "long", o.long_clients, o.long_words)
@@ -566,6 +588,11 @@ def ratio(a, b):
     return a / b if b and b == b and a == a else float("nan")
 
 
+def tt(d, which):
+    """A TTFT percentile in ms, `>=` where it lands on a request cut at the cap."""
+    return (">=" if d.get(which + "_censored") else "") + ms(d[which + "_ms"]) + " ms"
+
+
 def ms(x):
     return f"{x:,.0f}" if x == x else "n/a"
 
@@ -574,8 +601,10 @@ def report(o, results):
     R, m = results["contenders"], results["machine"]
     lines = [f"Request classes (--qos): {m['model']}, {o.threads} threads, {PARALLEL} slots, {o.context} tokens per "
              f"slot; {m['cpu']}, {m['cores']} cores; commit {m['llmd_commit']}; {m['date']}",
-             f"Interactive: a short system prompt and question, {o.interactive_tokens} tokens, one at a time, at most "
-             f"every {o.interval} s: {o.samples} requests a row, or as many as start within {o.row_cap} s (n). "
+             f"Interactive: a short system prompt and question, {o.interactive_tokens} tokens, one at a time on a "
+             f"{o.interval} s schedule (a late one goes as soon as the one before has answered): {o.samples} requests "
+             f"a row, or as many as start within {o.row_cap} s (n); a "
+             f"request with no first token after {o.ttft_cap} s is cut and counted at {o.ttft_cap} s (>=). "
              f"Background: {o.words}-word prompts, {o.bg_tokens}-token answers, looping; "
              f"the long row: {o.long_clients} clients, one of them a ~{o.long_words}-word prompt "
              f"({results.get('long_prompt_tokens') or '?'} tokens).", ""]
@@ -593,7 +622,7 @@ def report(o, results):
             idle95 = c["idle"]["p95_ms"]
             if key is None:
                 d = c["idle"]
-                lines.append(f"| {label} | {name} | {ms(d['p50_ms'])} ms | {ms(d['p95_ms'])} ms ({d['n']}) | | | | |")
+                lines.append(f"| {label} | {name} | {tt(d, 'p50')} | {tt(d, 'p95')} ({d['n']}) | | | | |")
                 continue
             row = c["long"] if key == "long" else c["load"][key]
             d, b = row["interactive"], row["background"]
@@ -602,10 +631,10 @@ def report(o, results):
             vs = ratio(b["tok_s"], offb["background"]["tok_s"]) if offb else float("nan")
             err = f" ({d['errors']} failed)" if d["errors"] else ""
             pre = f"{row['preemptions']:.0f}" if "preemptions" in row else "n/a"
-            lines.append(f"| {label} | {name} | {ms(d['p50_ms'])} ms | {ms(d['p95_ms'])} ms ({d['n']}){err} | "
+            lines.append(f"| {label} | {name} | {tt(d, 'p50')} | {tt(d, 'p95')} ({d['n']}){err} | "
                          f"{ratio(d['p95_ms'], idle95):.1f}x | {b['tok_s']:.1f} | {vs:.2f} | {pre} |")
-    lines += ["", f"Fairness: uid {OTHER_UID} sends the interactive-shaped request one at a time (at most every "
-                  f"{o.fair_interval} s, up to {o.fair_samples}, at most {o.fair_cap} s beside a neighbour); uid "
+    lines += ["", f"Fairness: uid {OTHER_UID} sends the interactive-shaped request one at a time (on a "
+                  f"{o.fair_interval} s schedule, up to {o.fair_samples}, for at most {o.fair_cap} s beside a neighbour); uid "
                   f"{BACKGROUND_UID} keeps 4 or {o.fair_neighbour} background requests in flight. Both UIDs are "
                   "background in llmd-classes. p95 TTFT (samples):", "",
               "| contender | alone | beside 4 in flight | beside 16 in flight | 16 / alone | 16 / 4 |", "|---|---|---|---|---|---|"]
@@ -613,7 +642,7 @@ def report(o, results):
         if name not in R:
             continue
         f = R[name]["fairness"]
-        cell = lambda d: f"{ms(d['p95_ms'])} ms ({d['n']})"
+        cell = lambda d: f"{tt(d, 'p95')} ({d['n']})"
         lines.append(f"| {name} | {cell(f['alone'])} | {cell(f['neighbour_4'])} | {cell(f['neighbour_16'])} | "
                      f"{ratio(f['neighbour_16']['p95_ms'], f['alone']['p95_ms']):.1f}x | "
                      f"{ratio(f['neighbour_16']['p95_ms'], f['neighbour_4']['p95_ms']):.2f}x |")
@@ -623,8 +652,8 @@ def report(o, results):
                       f"{o.serving_tokens} tokens, one UID, {o.serving_reps} rep(s):", "",
                   "| contender | tok/s | TTFT p50 | TTFT p95 | p95 / llama-server |", "|---|---|---|---|---|"]
         for name, d in (("llmd-off", a), ("llama-server", z)):
-            lines.append(f"| {name} | {', '.join(f'{x:.1f}' for x in d['tok_s'])} | {ms(d['p50_ms'])} ms | "
-                         f"{ms(d['p95_ms'])} ms | {ratio(d['p95_ms'], z['p95_ms']):.2f} |")
+            lines.append(f"| {name} | {', '.join(f'{x:.1f}' for x in d['tok_s'])} | {tt(d, 'p50')} | "
+                         f"{tt(d, 'p95')} | {ratio(d['p95_ms'], z['p95_ms']):.2f} |")
 
     targets = []
     if "llmd-classes" in R:
@@ -655,6 +684,9 @@ def report(o, results):
         a, z = R["llmd-off"]["serving"]["p95_ms"], R["llama-server"]["serving"]["p95_ms"]
         targets.append(("classes off, the 4-client serving row: p95 TTFT <= llama-server's", ratio(a, z), a <= z,
                         f"{ms(a)} vs {ms(z)} ms"))
+    a, z = results["load_start"], results.get("load_end", results["load_start"])
+    lines.append(f"\nLoad average (1, 5, 15 min) at start: {' '.join(f'{x:.2f}' for x in a)}; at end: "
+                 f"{' '.join(f'{x:.2f}' for x in z)} (2 cores: the servers' own 2 threads make about 2).")
     for name, e in results.get("errors", {}).items():
         lines.append(f"\n{name} failed: {e.splitlines()[-1] if e else e}")
     lines += ["", "Targets (reported, never enforced):", ""]
@@ -690,12 +722,12 @@ def main():
     if o.quick:
         o.context, o.words, o.bg_tokens, o.samples = 1024, 60, 16, o.samples or 3
         o.long_words = o.context - 200  # the tiny model: as long as its context allows
-        o.fair_samples, o.fair_cap, o.settle_s, o.row_cap = 3, 10, 0.5, 20
+        o.fair_samples, o.fair_cap, o.settle_s, o.row_cap, o.ttft_cap = 3, 10, 0.5, 20, 30
         o.serving_reps, o.serving_requests, o.serving_tokens = 1, 1, 16
     else:
         o.context, o.words, o.bg_tokens, o.samples = 4608, 250, 96, o.samples or 20
         o.long_words = 3950  # ~4,000 tokens with the template (the table prints the count)
-        o.fair_samples, o.fair_cap, o.settle_s, o.row_cap = 20, 40, 3, 90
+        o.fair_samples, o.fair_cap, o.settle_s, o.row_cap, o.ttft_cap = 20, 30, 3, 60, 60
         o.serving_reps, o.serving_requests, o.serving_tokens = 2, 4, 64
     os.makedirs(o.out, exist_ok=True)
     workdir = os.path.join(o.out, "qos-work")
@@ -707,9 +739,12 @@ def main():
     # between the two llmd contenders.
     shutil.copy2(o.llmd, os.path.join(workdir, "llmd"))
     o.llmd = os.path.join(workdir, "llmd")
+    if os.path.exists(o.llama_server):  # the same for llama-server (a clean rebuild removes it for a while)
+        shutil.copy2(o.llama_server, os.path.join(workdir, "llama-server"))
+        o.llama_server = os.path.join(workdir, "llama-server")
     mo = argparse.Namespace(**vars(o)); mo.reps = 1
     results = {"machine": machine(mo), "settings": {k: v for k, v in vars(o).items() if k not in ("build",)},
-               "contenders": {}}
+               "contenders": {}, "load_start": os.getloadavg()}
     progress(f"{results['machine']['model']}, {o.threads} threads, {o.samples} interactive samples a row; logs in {workdir}")
     try:
         for name in o.contenders.split(","):
@@ -722,6 +757,7 @@ def main():
                 json.dump(results, f)
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
+    results["load_end"] = os.getloadavg()
     longs = [c.get("long_prompt_tokens") for c in results["contenders"].values() if c.get("long_prompt_tokens")]
     longs += [t for c in results["contenders"].values() for t in c["long"]["background"]["long_prompt_tokens"]]
     results["long_prompt_tokens"] = longs[0] if longs else None
