@@ -264,15 +264,21 @@ WaitEstimate EngineWorker::EstimateFirstToken(RequestClass c, size_t prompt_toke
   return EstimateLocked(c, prompt_tokens);
 }
 
+MeasuredCosts EngineWorker::Costs() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return costs_;
+}
+
+void EngineWorker::Unadmit(const Job& job, JobEvent end) {
+  job.channel->Push(std::move(end));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase(running_, job.channel);
+}
+
 WaitEstimate EngineWorker::EstimateLocked(RequestClass c, size_t prompt_tokens) const {
   size_t busy = 0;
   for (int k = 0; k <= ClassIndex(c); ++k) busy += busy_by_class_[k].load();
-  MeasuredCosts costs;
-  {
-    std::lock_guard<std::mutex> stats_lock(stats_mu_);
-    costs = costs_;
-  }
-  return EstimateWait(costs, busy, queue_.AheadOf(c), width_.load(), prompt_tokens);
+  return EstimateWait(Costs(), busy, queue_.AheadOf(c), width_.load(), prompt_tokens);
 }
 
 // A new engine is swapped in between jobs: admissions wait until the slots drain.

@@ -191,6 +191,9 @@ class EngineWorker {
   void ResetSlots();
   size_t DecodeWidth() const;  // engine thread
   WaitEstimate EstimateLocked(RequestClass c, size_t prompt_tokens) const;  // mu_ held
+  MeasuredCosts Costs() const;  // takes stats_mu_
+  // Ends a job that never took a slot with `end`, and forgets its channel; mu_ not held.
+  void Unadmit(const Job& job, JobEvent end);
   // Fails the queued jobs whose deadline passed; mu_ held.
   void ExpireQueued();
   // At admission, with the prompt and its reuse known: whether the job can still meet its

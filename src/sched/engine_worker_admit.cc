@@ -97,12 +97,7 @@ void EngineWorker::RunEmbeddings(Job& job) {
 
 Status EngineWorker::CheckDeadline(const Job& job, size_t uncached_tokens) const {
   if (!job.first_token_deadline_ms) return Status::Ok();
-  MeasuredCosts costs;
-  {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    costs = costs_;
-  }
-  WaitEstimate estimate = EstimateWait(costs, 0, 0, 1, uncached_tokens);
+  WaitEstimate estimate = EstimateWait(Costs(), 0, 0, 1, uncached_tokens);
   estimate.queue_ms = clock_.NowMs() - job.submitted_ms;  // waited already
   if (!estimate.known || estimate.first_token_ms() <= *job.first_token_deadline_ms) return Status::Ok();
   return DeadlineUnmeetableError(estimate, *job.first_token_deadline_ms);
@@ -138,9 +133,7 @@ void EngineWorker::Admit(Job job) {
   if (error.ok() && job.count_only) {
     engine::Completion counted;
     counted.stats.prompt_tokens = static_cast<int32_t>(prompt->size());
-    job.channel->Push(JobEvent::Done(std::move(counted)));
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase(running_, job.channel);
+    Unadmit(job, JobEvent::Done(std::move(counted)));
     return;
   }
   std::unique_ptr<engine::Sampler> sampler;
@@ -150,9 +143,7 @@ void EngineWorker::Admit(Job job) {
     else error = s.error();
   }
   if (!error.ok()) {
-    job.channel->Push(JobEvent::Error(error));
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase(running_, job.channel);
+    Unadmit(job, JobEvent::Error(error));
     return;
   }
   Place(std::move(job), std::move(*chat_plan), std::move(sampler));
@@ -164,9 +155,7 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
   std::vector<size_t> cuts = PromptCuts(prompt);
   const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr);
   if (Status late = CheckDeadline(job, prompt.size() - plan.keep); !late.ok()) {
-    job.channel->Push(JobEvent::Error(late));
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase(running_, job.channel);
+    Unadmit(job, JobEvent::Error(late));
     return;
   }
   const int64_t n_ctx = engine_->model_info().context_tokens;
