@@ -289,7 +289,7 @@ const std::vector<Key>& Keys() {
        "KV sequences beyond parallel kept for a higher class, which pauses a lower one to run",
        U32(&DaemonConfig::reserved_sequences, 0, 16)},
       {"shared_prefill_tokens", {"--shared-prefill-tokens"}, {"LLMD_SHARED_PREFILL_TOKENS"},
-       "Prompt tokens a lower class may prefill per step while an interactive request runs",
+       "Prompt tokens lower classes may prefill per step, together, while an interactive request runs or is expected",
        U32(&DaemonConfig::shared_prefill_tokens, 1, 65536)},
       {"background_on_battery", {"--background-on-battery"}, {"LLMD_BACKGROUND_ON_BATTERY"},
        "Background requests on battery: run, throttle or pause", Action(&DaemonConfig::background_on_battery)},

@@ -87,7 +87,8 @@ struct DaemonConfig {
   // KV sequences beyond `parallel`, kept for a higher class: an interactive request arriving
   // while lower work fills every slot takes one, and a lower slot is paused for it.
   uint32_t reserved_sequences = 1;
-  // While an interactive request runs, the prompt tokens a lower class may prefill per step.
+  // While an interactive request runs or is expected (a rule grants interactive, or one ran in
+  // the last five minutes), the prompt tokens lower classes may prefill per step, together.
   uint32_t shared_prefill_tokens = 64;
   // What background work does on battery and when the device is hot: run, throttle, pause.
   std::string background_on_battery = "throttle";

@@ -225,6 +225,8 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   options.memory_guard = memory_guard_.get();
   options.decode_width = static_cast<size_t>(c.engine.sequences);
   options.shared_prefill_tokens = c.shared_prefill_tokens;
+  options.interactive_peers = std::ranges::any_of(
+      c.request_classes, [](const ClassRule& rule) { return rule.ceiling == RequestClass::kInteractive; });
   // Validated when the config was read.
   const sched::BackgroundPolicy background{*sched::ParseBackgroundAction(c.background_on_battery),
                                            *sched::ParseBackgroundAction(c.background_when_hot),

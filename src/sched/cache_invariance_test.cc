@@ -113,7 +113,9 @@ TEST_P(SameAnswer, AfterOtherQuestionsOnTheSameSystemPrompts) {
       }
     }
   }
-  if (GetParam() == FakeMemory::kRecurrent) EXPECT_GT(rig.worker->stats().checkpoint_hits, 0u);
+  if (GetParam() == FakeMemory::kRecurrent) {
+    EXPECT_GT(rig.worker->stats().checkpoint_hits, 0u);
+  }
 }
 
 // A conversation sent whole each turn, the previous answer in its history, as the OpenAI API

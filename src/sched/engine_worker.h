@@ -72,8 +72,11 @@ struct WorkerOptions {
   // Slots that run in one step; the engine's other sequences are kept for higher classes.
   // 0: every sequence runs.
   size_t decode_width = 0;
-  // While an interactive slot runs, a lower class's prompt tokens per step (StepPolicy).
+  // While an interactive slot runs or is expected, lower classes' prompt tokens per step
+  // (StepPolicy). Interactive work is expected when the config grants it to some peer, or
+  // while the last interactive job was admitted less than kInteractiveLingerMs ago.
   int64_t shared_prefill_tokens = 64;
+  bool interactive_peers = false;
   // What the device lets background work do now (battery, heat); null: always run. Asked
   // once per step on the engine thread.
   std::function<BackgroundAction()> background_mode;
@@ -125,6 +128,11 @@ struct HealthSnapshot {
   uint64_t model_fingerprint = 0;
   int32_t vocab_size = 0;
 };
+
+// How long after an interactive job lower classes keep sharing each step's prefill: a voice
+// pipeline speaks every few seconds to minutes, and its next request should not wait behind
+// a whole batch of background prefill.
+inline constexpr int64_t kInteractiveLingerMs = 5 * 60 * 1000;
 
 class EngineWorker {
  public:
@@ -300,6 +308,7 @@ class EngineWorker {
                                               // and in the last busy period (admission window)
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0};
   uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
+  int64_t last_interactive_ms_ = -1;  // engine thread: when an interactive job last took a slot
   std::atomic<uint32_t> paused_{0};
   // The engine thread's view of its slots, for estimates on other threads.
   std::array<std::atomic<uint32_t>, kRequestClasses> busy_by_class_{};

@@ -175,6 +175,7 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
   slot.out.stats.cached_tokens = static_cast<int32_t>(keep);
   slot.out.stats.queue_ms = static_cast<double>(clock_.NowMs() - job.submitted_ms);
   if (auto* turn = std::get_if<SessionTurn>(&job.prompt)) slot.session_system = turn->system;
+  if (job.request_class == RequestClass::kInteractive) last_interactive_ms_ = clock_.NowMs();
   slot.job = std::move(job);
   if (slot.budget <= 0) {
     Finish(slot, engine::FinishReason::kLength);

@@ -163,6 +163,55 @@ TEST(EngineWorkerClasses, OnRecurrentMemoryAPausedJobResumesWithTheTokensOfItsSo
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
 }
 
+// The most prompt tokens in one of batches [from, to): an item without logits is a prompt
+// token (a decoded token always asks for its logits).
+size_t LargestPromptChunk(const Batches& batches, size_t from, size_t to) {
+  size_t most = 0;
+  for (size_t i = from; i < to && i < batches.size(); ++i) {
+    const auto& batch = batches[i];
+    most = std::max<size_t>(most, std::count_if(batch.begin(), batch.end(), [](const DecodeItem& item) { return !item.logits; }));
+  }
+  return most;
+}
+
+TEST(EngineWorkerClasses, OnceInteractiveWorkWasSeenLowerClassesShareEachStepsPrefill) {
+  WorkerOptions options = TestOptions();
+  options.shared_prefill_tokens = 16;
+  Rig rig({}, options);
+  ASSERT_TRUE(rig.Run(Classed(Raw(std::string(100, 'x'), 2), RequestClass::kBackground)).has_value());
+  const size_t before_interactive = rig.fake->batches().size();
+  ASSERT_TRUE(rig.Run(Classed(Raw("a person asked", 2), RequestClass::kInteractive)).has_value());
+  const size_t after_interactive = rig.fake->batches().size();
+  const Job after = Classed(Raw(std::string(100, 'y'), 2), RequestClass::kBackground);
+  auto done = rig.Run(after);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+
+  // Before any interactive work the prompt went in one step; after it, 16 tokens a step, so
+  // an interactive request arriving now waits for a short step at most.
+  const Batches batches = rig.fake->batches();
+  EXPECT_GT(LargestPromptChunk(batches, 0, before_interactive), 16u);
+  EXPECT_LE(LargestPromptChunk(batches, after_interactive, batches.size()), 16u);
+  EXPECT_GE(batches.size() - after_interactive, 100u / 16);
+  EXPECT_EQ(done->tokens, Solo(after));
+}
+
+TEST(EngineWorkerClasses, AConfigThatGrantsInteractiveSharesThePrefillFromTheStart) {
+  WorkerOptions options = TestOptions();
+  options.shared_prefill_tokens = 16;
+  options.interactive_peers = true;
+  Rig rig({.sequences = 2}, options);
+  const Job first = Classed(Raw(std::string(60, 'a'), 2), RequestClass::kNormal);
+  const Job second = Classed(Raw(std::string(60, 'b'), 2), RequestClass::kBackground);
+  rig.fake->HoldDecodes();
+  auto first_channel = rig.Submit(first);
+  auto second_channel = rig.Submit(second);
+  rig.Release();
+  ASSERT_TRUE(Await(*first_channel).has_value() && Await(*second_channel).has_value());
+  // The two prompts share the 16 tokens: no step holds more prompt tokens than that.
+  const Batches batches = rig.fake->batches();
+  EXPECT_LE(LargestPromptChunk(batches, 0, batches.size()), 16u);
+}
+
 // Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured
 // decides.
 TEST(EngineWorkerClasses, ADeadlineTheEstimateCannotMeetIsRefusedAtOnceAndAQueuedOneExpires) {

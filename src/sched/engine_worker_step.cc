@@ -25,7 +25,10 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),
                     .waiting = s.wait_source != nullptr});
   }
-  StepPolicyOptions policy{.decode_width = DecodeWidth(), .shared_prefill_tokens = options_.shared_prefill_tokens};
+  const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
+  StepPolicyOptions policy{.decode_width = DecodeWidth(),
+                           .shared_prefill_tokens = options_.shared_prefill_tokens,
+                           .interactive_expected = options_.interactive_peers || interactive_lately};
   if (options_.background_mode) policy.background = options_.background_mode();
   StepChoice choice = ChooseStep(busy, policy, ++rounds_);
   std::array<uint32_t, kRequestClasses> by_class{};
@@ -71,12 +74,19 @@ bool EngineWorker::Step() {
       batch.push_back({s->sequence, at + 1 + static_cast<int32_t>(i), s->draft[i], true});
     }
   }
-  // Then prompt chunks in the policy's order, within the step's token budget.
+  // Then prompt chunks in the policy's order, within the step's token budget; lower classes'
+  // chunks beside interactive work within their shared budget, all of them together.
   const size_t generated_items = batch.size();
   bool first_chunk = true;
+  int64_t shared_left = choice.shared_prefill_tokens;
   for (size_t k = 0; k < choice.prefill.size(); ++k) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
-    if (AddPromptChunk(*slots_[choice.prefill[k]], &batch, first_chunk, choice.prefill_limit[k])) first_chunk = false;
+    Slot& slot = *slots_[choice.prefill[k]];
+    // A chunk that cannot be cut shorter waits for a running interactive slot only.
+    const bool shared = choice.prefill_shared[k] && (slot.cuts.empty() || choice.interactive_runs);
+    const size_t before = batch.size();
+    if (AddPromptChunk(slot, &batch, first_chunk, shared ? shared_left : -1)) first_chunk = false;
+    if (shared) shared_left -= static_cast<int64_t>(batch.size() - before);
   }
   if (batch.empty()) return false;
   ++steps_;

@@ -29,7 +29,8 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   });
   StepChoice choice;
   size_t running = 0;
-  bool interactive_runs = false;
+  bool share = options.interactive_expected;  // lower classes share the step
+  choice.shared_prefill_tokens = options.shared_prefill_tokens;
   for (const SlotView* view : ranked) {
     if (running >= options.decode_width || SitsOut(*view, options, step)) {
       choice.paused.push_back(view->slot);
@@ -39,10 +40,10 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     if (view->generating) choice.decode.push_back(view->slot);
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
-      const bool below = interactive_runs && view->request_class != RequestClass::kInteractive;
-      choice.prefill_limit.push_back(below ? options.shared_prefill_tokens : -1);
+      const bool below = share && view->request_class != RequestClass::kInteractive;
+      choice.prefill_shared.push_back(below);
     }
-    interactive_runs = interactive_runs || view->request_class == RequestClass::kInteractive;
+    if (view->request_class == RequestClass::kInteractive) share = choice.interactive_runs = true;
   }
   return choice;
 }

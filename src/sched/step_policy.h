@@ -9,9 +9,11 @@
 //    admission order, and the first decode_width run; the rest are paused. A paused slot
 //    resumes exactly where it stopped: nothing of its memory or its sampler moves.
 //  - Prompts prefill in rank order, so an interactive prompt goes first.
-//  - While an interactive slot runs, a lower class's prompt chunks share the step with it
-//    only up to `shared_prefill_tokens`, so a long background prompt never stalls a voice
-//    answer for a whole batch of prefill.
+//  - While an interactive slot runs, or one is expected (interactive work was seen lately or
+//    the config grants it), the prompt chunks of lower classes share at most
+//    `shared_prefill_tokens` a step between them. A step is not cut short once it runs, so
+//    this bounds how long an arriving voice request waits for the step ahead of it, and a
+//    long background prompt never stalls a voice answer for a whole batch of prefill.
 //  - Background work is paused or throttled (one step in `throttle_period`) by the device's
 //    condition (battery, heat); interactive and normal work always runs.
 //
@@ -30,7 +32,8 @@ namespace llmd::sched {
 
 struct StepPolicyOptions {
   size_t decode_width = 4;             // slots that run in one step
-  int64_t shared_prefill_tokens = 64;  // a lower class's prompt tokens per step beside interactive work
+  int64_t shared_prefill_tokens = 64;  // lower classes' prompt tokens per step beside interactive work
+  bool interactive_expected = false;   // share the step as if an interactive slot ran
   BackgroundAction background = BackgroundAction::kRun;
   uint64_t throttle_period = 4;        // kThrottle: background runs one step in this many
 };
@@ -49,9 +52,13 @@ struct StepChoice {
   std::vector<size_t> decode;   // slots whose pending token (and draft) this step decodes
   std::vector<size_t> prefill;  // slots whose prompt chunks go in, in this order
   std::vector<size_t> paused;   // runnable slots that sit this step out
-  // The prompt tokens each slot of `prefill` may add: -1 none beyond the step's own budget,
-  // else shared_prefill_tokens for a class below an interactive slot that runs.
-  std::vector<int64_t> prefill_limit;
+  // For each slot of `prefill`: whether its chunk draws on the shared budget (a class below
+  // interactive work), which all such chunks of the step draw on together.
+  std::vector<bool> prefill_shared;
+  int64_t shared_prefill_tokens = 0;
+  // Whether an interactive slot runs this step, rather than being only expected: a chunk that
+  // cannot be cut to the share (a recurrent model's fixed cuts) waits only for a running one.
+  bool interactive_runs = false;
 };
 
 // `step`: the number of the step about to run (for throttling).

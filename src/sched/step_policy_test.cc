@@ -22,7 +22,7 @@ TEST(StepPolicy, EverySlotRunsWhileTheWidthHoldsThem) {
   const StepChoice choice = ChooseStep({Generating(0, kNormal, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
   EXPECT_EQ(choice.decode, (std::vector<size_t>{0}));
   EXPECT_EQ(choice.prefill, (std::vector<size_t>{1}));
-  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1}));
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false}));
   EXPECT_TRUE(choice.paused.empty());
 }
 
@@ -40,14 +40,26 @@ TEST(StepPolicy, InteractivePromptsPrefillFirstAndLowerOnesGetOnlyTheSharedToken
                                       Prefilling(2, kInteractive, 3)};
   const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 32}, 1);
   EXPECT_EQ(choice.prefill, (std::vector<size_t>{2, 1, 0}));
-  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1, 32, 32}));
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(choice.shared_prefill_tokens, 32);
+  EXPECT_TRUE(choice.interactive_runs);
+}
+
+TEST(StepPolicy, ExpectedInteractiveWorkSharesTheStepBeforeAnyRuns) {
+  const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)};
+  const StepChoice choice =
+      ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 16, .interactive_expected = true}, 1);
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{true, true}));
+  EXPECT_EQ(choice.shared_prefill_tokens, 16);
+  EXPECT_FALSE(choice.interactive_runs);
 }
 
 TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
   const StepChoice choice =
       ChooseStep({Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
   EXPECT_EQ(choice.prefill, (std::vector<size_t>{1, 0}));
-  EXPECT_EQ(choice.prefill_limit, (std::vector<int64_t>{-1, -1}));
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false, false}));
+  EXPECT_FALSE(choice.interactive_runs);
 }
 
 TEST(StepPolicy, ASlotWaitingForASharedPrefixNeitherRunsNorCountsAsPaused) {
