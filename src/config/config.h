@@ -77,6 +77,9 @@ struct DaemonConfig {
   uint32_t max_sessions = 64;        // chat sessions kept (least recently used dropped first)
   // Host memory for recurrent-state checkpoints of a hybrid model (prefix reuse), all slots.
   uint32_t checkpoint_budget_mb = 256;
+  // Host memory for paused requests' memory parked when a step has no room; past it a
+  // paused request is recomputed from its tokens instead.
+  uint32_t parked_budget_mb = 512;
 
   // Request classes (docs/config.md, "Request classes"): each rule gives the peers of a UID or
   // GID their default class and their ceiling ("uid:1001=interactive", "gid:50=background/normal").

@@ -235,6 +235,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     return sched::DecideBackground(background, monitor->Current());
   };
   options.checkpoint_budget_bytes = static_cast<uint64_t>(c.checkpoint_budget_mb) << 20;
+  options.parked_budget_bytes = static_cast<uint64_t>(c.parked_budget_mb) << 20;
   options.idle_release_after_ms = c.idle_release_after_ms > 0 ? c.idle_release_after_ms : -1;  // 0: never
   if (const int64_t watchdog_ms = WatchdogIntervalMs(); watchdog_ms > 0) {
     // An idle engine thread must show life well within the half-interval Run() checks.

@@ -240,6 +240,14 @@ class Engine {
   // bytes; RestoreSequenceState puts it back into any sequence.
   virtual Result<std::string> SaveSequenceState(int32_t sequence) = 0;
   virtual Status RestoreSequenceState(int32_t sequence, const std::string& state) = 0;
+  // The whole of a sequence's memory (its KV cells and any recurrent state) as bytes in host
+  // memory, and the sequence emptied, so its cells serve other sequences; UnparkSequence puts
+  // it back into the same, empty, sequence. Unimplemented where a drafter keeps per-sequence
+  // memory of its own. UnparkSequence is ResourceExhausted while there is no room for it.
+  virtual Result<std::string> ParkSequence(int32_t /*sequence*/) { return UnimplementedError("parking is not supported"); }
+  virtual Status UnparkSequence(int32_t /*sequence*/, const std::string& /*parked*/) {
+    return UnimplementedError("parking is not supported");
+  }
 
   // --- Working memory: what the sequences hold (KV cache, recurrent states) and the compute
   // scratch, beside the weights.

@@ -263,6 +263,11 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
     if (item.position >= options_.context_tokens) return fail(ResourceExhaustedError("context full"));
     ++n;
   }
+  if (options_.pool_tokens > 0 && TokensHeld() + items.size() > static_cast<size_t>(options_.pool_tokens)) {
+    return fail(ResourceExhaustedError("no room in the memory pool: " + std::to_string(TokensHeld()) + " of " +
+                                       std::to_string(options_.pool_tokens) + " tokens held, " +
+                                       std::to_string(items.size()) + " more asked"));
+  }
   for (size_t s = 0; s < memory_.size(); ++s) {
     if (length[s] != memory_[s].size()) {
       rollback_floor_[s] = std::max(memory_[s].size(), length[s] - std::min<size_t>(length[s], options_.rollback_tokens));
@@ -439,14 +444,8 @@ Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
   return Status::Ok();
 }
 
-Result<std::string> FakeEngine::SaveSequenceState(int32_t sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
-  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
-  if (!info_.memory.state_checkpoints) {
-    ++refused_;
-    return UnimplementedError("attention memory has no state checkpoints");
-  }
-  // Each token and the piece it was decoded in, 4 bytes each, little-endian.
+// Each token and the piece it was decoded in, 4 bytes each, little-endian.
+std::string FakeEngine::EncodeSequence(int32_t sequence) const {
   std::string out;
   auto put = [&](uint32_t u) {
     for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<char>((u >> shift) & 0xFF));
@@ -459,13 +458,7 @@ Result<std::string> FakeEngine::SaveSequenceState(int32_t sequence) {
   return out;
 }
 
-Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& state) {
-  std::lock_guard<std::mutex> lock(mu_);
-  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
-  if (!info_.memory.state_checkpoints) {
-    ++refused_;
-    return UnimplementedError("attention memory has no state checkpoints");
-  }
+Status FakeEngine::DecodeSequence(int32_t sequence, const std::string& state) {
   if (state.size() % 8 != 0) return CorruptionError("sequence state size is not a multiple of 8");
   auto get = [&](size_t at) {
     uint32_t u = 0;
@@ -486,6 +479,55 @@ Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& sta
   sampled_[static_cast<size_t>(sequence)] = Sampled();
   rollback_floor_[static_cast<size_t>(sequence)] = memory_[static_cast<size_t>(sequence)].size();
   return Status::Ok();
+}
+
+size_t FakeEngine::TokensHeld() const {
+  size_t held = 0;
+  for (const auto& m : memory_) held += m.size();
+  return held;
+}
+
+Result<std::string> FakeEngine::SaveSequenceState(int32_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  if (!info_.memory.state_checkpoints) {
+    ++refused_;
+    return UnimplementedError("attention memory has no state checkpoints");
+  }
+  return EncodeSequence(sequence);
+}
+
+Status FakeEngine::RestoreSequenceState(int32_t sequence, const std::string& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  if (!info_.memory.state_checkpoints) {
+    ++refused_;
+    return UnimplementedError("attention memory has no state checkpoints");
+  }
+  return DecodeSequence(sequence, state);
+}
+
+Result<std::string> FakeEngine::ParkSequence(int32_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  std::string parked = EncodeSequence(sequence);
+  memory_[static_cast<size_t>(sequence)].clear();
+  pieces_[static_cast<size_t>(sequence)].clear();
+  sampled_[static_cast<size_t>(sequence)] = Sampled();
+  rollback_floor_[static_cast<size_t>(sequence)] = 0;
+  return parked;
+}
+
+Status FakeEngine::UnparkSequence(int32_t sequence, const std::string& parked) {
+  std::lock_guard<std::mutex> lock(mu_);
+  LLMD_RETURN_IF_ERROR(CheckSequence(sequence));
+  if (!memory_[static_cast<size_t>(sequence)].empty()) return InvalidArgumentError("unpark into a sequence that is not empty");
+  const size_t tokens = parked.size() / 8;
+  if (options_.pool_tokens > 0 && TokensHeld() + tokens > static_cast<size_t>(options_.pool_tokens)) {
+    return ResourceExhaustedError("no room in the memory pool for a parked sequence of " + std::to_string(tokens) +
+                                  " tokens");
+  }
+  return DecodeSequence(sequence, parked);
 }
 
 // --- Test accessors.

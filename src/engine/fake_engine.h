@@ -72,6 +72,9 @@ struct FakeEngineOptions {
   // piece (MemoryCapabilities::decode_shape_tokens).
   bool shape_sensitive = true;
   int32_t ubatch_tokens = 512;
+  // > 0: the tokens all sequences may hold together (a shared pool, as a unified KV cache or
+  // a device's memory): a DecodeBatch that would hold more is ResourceExhausted.
+  int32_t pool_tokens = 0;
 };
 
 class FakeEngine final : public Engine {
@@ -115,6 +118,8 @@ class FakeEngine final : public Engine {
   Status CopySequence(int32_t src, int32_t dst) override;
   Result<std::string> SaveSequenceState(int32_t sequence) override;
   Status RestoreSequenceState(int32_t sequence, const std::string& state) override;
+  Result<std::string> ParkSequence(int32_t sequence) override;
+  Status UnparkSequence(int32_t sequence, const std::string& parked) override;
   // Empties every sequence; the next DecodeBatch "makes the memory again".
   void ReleaseWorkingMemory() override;
   // KV: one byte a cell (context_tokens reserved a sequence, the tokens held resident).
@@ -166,6 +171,10 @@ class FakeEngine final : public Engine {
   Result<std::vector<TokenId>> Message(std::string_view role, std::string_view content, bool user_text,
                                        bool sanitize) const;
   Status CheckSequence(int32_t sequence) const;  // mu_ held
+  // A sequence's tokens and pieces as bytes, and back (mu_ held).
+  std::string EncodeSequence(int32_t sequence) const;
+  Status DecodeSequence(int32_t sequence, const std::string& state);
+  size_t TokensHeld() const;  // mu_ held: all sequences together
   bool ShapeSensitive() const { return options_.memory == FakeMemory::kRecurrent && options_.shape_sensitive; }
   // The piece each item of a call is decoded in, as llama.cpp's split_equal cuts the call.
   std::vector<int32_t> Pieces(const std::vector<DecodeItem>& items) const;

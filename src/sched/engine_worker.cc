@@ -378,6 +378,10 @@ WorkerStats EngineWorker::stats() const {
   s.working_memory_releases = releases_;
   s.paused = paused_.load();
   s.preemptions = preemptions_.load();
+  s.parked = parked_.load();
+  s.parked_bytes = parked_bytes_.load();
+  s.parks = parks_.load();
+  s.recomputes = recomputes_.load();
   return s;
 }
 

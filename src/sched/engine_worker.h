@@ -90,6 +90,9 @@ struct WorkerOptions {
   // rest of a burst (bounded by the clock) so its requests share their first prefill step.
   int64_t admission_window_ms = 10;
   uint64_t checkpoint_budget_bytes = 256ull << 20;  // recurrent-state checkpoints, all slots
+  // Host memory for paused sequences parked when the engine has no room for a step; past it
+  // a paused sequence's memory is dropped and recomputed from its tokens when it resumes.
+  uint64_t parked_budget_bytes = 512ull << 20;
   // Shortest gain worth copying another slot's memory for, or waiting for it (tokens): a copy
   // moves a whole sequence (all its cells, e.g. 224 MiB of F16 KV for a 0.6B model at 2048
   // tokens), which costs about what prefilling a few dozen tokens does on a CPU.
@@ -117,6 +120,9 @@ struct WorkerStats {
   uint64_t working_memory_releases = 0;  // idle releases since start
   uint32_t paused = 0;             // slots that sat out the last step for a higher class
   uint64_t preemptions = 0;        // times a running slot was paused for a higher class
+  uint32_t parked = 0;             // paused slots whose memory is parked in host memory now
+  uint64_t parked_bytes = 0;
+  uint64_t parks = 0, recomputes = 0;  // paused slots parked / dropped and recomputed, since start
   uint32_t queued_by_class[kRequestClasses] = {};
 };
 
@@ -242,6 +248,15 @@ class EngineWorker {
   void AfterDecode(const std::vector<engine::DecodeItem>& items,
                    const std::vector<std::pair<Slot*, int32_t>>& outputs);
   void RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error);
+  // Memory pressure (engine_worker_park.cc): a step the engine has no room for frees memory,
+  // one slot at a time (idle slots' cached prefixes, then paused slots'), and is retried.
+  Status DecodeFreeingPausedMemory(const std::vector<engine::DecodeItem>& call);
+  bool FreeOneIdleSlot();
+  bool FreeOnePausedSlot();
+  void Recompute(Slot& slot);
+  void ForgetParked(Slot& slot);
+  // Parked slots the policy chose to run get their memory back; those that cannot sit out.
+  void UnparkChosen(StepChoice* choice);
   // A draft's guess for the token about to be sampled (its `position`th), and the verdict.
   struct DraftCheck {
     engine::TokenId guess = 0;
@@ -309,7 +324,8 @@ class EngineWorker {
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0};
   uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
   int64_t last_interactive_ms_ = -1;  // engine thread: when an interactive job last took a slot
-  std::atomic<uint32_t> paused_{0};
+  std::atomic<uint32_t> paused_{0}, parked_{0};
+  std::atomic<uint64_t> parked_bytes_{0}, parks_{0}, recomputes_{0};
   // The engine thread's view of its slots, for estimates on other threads.
   std::array<std::atomic<uint32_t>, kRequestClasses> busy_by_class_{};
   std::atomic<size_t> width_{0};

@@ -212,6 +212,58 @@ TEST(EngineWorkerClasses, AConfigThatGrantsInteractiveSharesThePrefillFromTheSta
   EXPECT_LE(LargestPromptChunk(batches, 0, batches.size()), 16u);
 }
 
+// Memory pressure: a pool of 80 tokens holds the background job (40 prompt tokens and its
+// answer) or the interactive one beside part of it, not both whole. The interactive step
+// finds no room; the paused background job's memory is parked in host memory, or with no
+// parking budget dropped and recomputed, and either way its answer is that of its solo run.
+struct PressureCase {
+  FakeMemory memory;
+  uint64_t parked_budget_bytes;
+};
+
+class EngineWorkerPressure : public ::testing::TestWithParam<PressureCase> {};
+
+TEST_P(EngineWorkerPressure, APausedJobGivesItsMemoryAndKeepsItsAnswer) {
+  const FakeEngineOptions engine{.sequences = 2, .memory = GetParam().memory, .pool_tokens = 80};
+  WorkerOptions options = TestOptions();
+  options.decode_width = 1;
+  options.parked_budget_bytes = GetParam().parked_budget_bytes;
+  Rig rig(engine, options);
+  const Job background = Classed(Raw(std::string(40, 'b'), 30), RequestClass::kBackground);
+  const Job voice = Classed(Raw(std::string(30, 'v'), 6), RequestClass::kInteractive);
+  rig.fake->HoldDecodes();
+  auto background_channel = rig.Submit(background);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(rig.Step());  // prefilled, and 11 tokens generated
+  auto voice_channel = rig.Submit(voice);
+  rig.Release();
+
+  auto voice_done = Await(*voice_channel);
+  auto background_done = Await(*background_channel);
+  ASSERT_TRUE(voice_done.has_value()) << voice_done.error().ToString();
+  ASSERT_TRUE(background_done.has_value()) << background_done.error().ToString();
+  EXPECT_EQ(voice_done->tokens, Solo(voice, engine, options));
+  EXPECT_EQ(background_done->tokens, Solo(background, engine, options));
+  EXPECT_GE(background_done->stats.preemptions, 1);
+  const WorkerStats stats = rig.worker->stats();
+  if (GetParam().parked_budget_bytes > 0) {
+    EXPECT_EQ(stats.parks, 1u);
+    EXPECT_EQ(stats.recomputes, 0u);
+  } else {
+    EXPECT_EQ(stats.parks, 0u);
+    EXPECT_EQ(stats.recomputes, 1u);
+  }
+  EXPECT_EQ(stats.parked, 0u);  // given back when it resumed
+  EXPECT_EQ(stats.parked_bytes, 0u);
+  EXPECT_FALSE(rig.fake->failed_batches().empty());  // the step that found no room
+}
+
+INSTANTIATE_TEST_SUITE_P(ParkedOrRecomputed, EngineWorkerPressure,
+                         ::testing::Values(PressureCase{FakeMemory::kAttention, 1 << 20},
+                                           PressureCase{FakeMemory::kAttention, 0},
+                                           PressureCase{FakeMemory::kRecurrent, 1 << 20},
+                                           PressureCase{FakeMemory::kRecurrent, 0}));
+
 // Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured
 // decides.
 TEST(EngineWorkerClasses, ADeadlineTheEstimateCannotMeetIsRefusedAtOnceAndAQueuedOneExpires) {

@@ -120,6 +120,7 @@ void EngineWorker::EndJob(Slot& slot) {
     StartIdleTime(slot.job.keep_alive_ms);  // before the job leaves running_: whoever sees it gone sees this
     std::erase(running_, slot.job.channel);
   }
+  ForgetParked(slot);
   slot.busy = false;
   slot.paused = false;
   slot.has_pending = false;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,15 @@ struct EngineWorker::Slot {
   bool prefill_started = false;
   int64_t prefill_start_ms = 0, prefill_end_ms = 0, first_token_ms = 0;
   std::chrono::steady_clock::time_point last_token;  // for the inter-token histogram
+  // Parked while paused, under memory pressure: the sequence's memory in host memory
+  // (Engine::ParkSequence) and the tokens it held; `resident` is empty meanwhile.
+  std::optional<std::string> parked;
+  std::vector<engine::TokenId> parked_tokens;
+  // Recomputing after its memory was dropped: the tokens to feed back in order instead of
+  // sampling (those generated before, then the pending one); `replayed` of them fed so far.
+  std::vector<engine::TokenId> replay;
+  size_t replayed = 0;
+  bool Replaying() const { return replayed < replay.size(); }
 };
 
 // Where a new job's prompt goes and what it reuses.

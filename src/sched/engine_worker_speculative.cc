@@ -13,6 +13,7 @@ namespace llmd::sched {
 int32_t EngineWorker::DraftLimit(const Slot& slot) const {
   const engine::ModelInfo& info = engine_->model_info();
   int64_t limit = info.speculative.draft_max;
+  if (slot.Replaying()) return 0;  // its next tokens are known
   if (const int32_t asked = slot.job.options.draft_max; asked >= 0) limit = std::min<int64_t>(limit, asked);
   // Tokens the job may still generate after the pending one, and room in the context.
   limit = std::min(limit, slot.budget - 1);

@@ -31,6 +31,7 @@ StepChoice EngineWorker::ChooseThisStep() {
                            .interactive_expected = options_.interactive_peers || interactive_lately};
   if (options_.background_mode) policy.background = options_.background_mode();
   StepChoice choice = ChooseStep(busy, policy, ++rounds_);
+  UnparkChosen(&choice);
   std::array<uint32_t, kRequestClasses> by_class{};
   for (const SlotView& view : busy) ++by_class[ClassIndex(view.request_class)];
   for (int c = 0; c < kRequestClasses; ++c) busy_by_class_[c] = by_class[c];
@@ -99,7 +100,7 @@ bool EngineWorker::Step() {
   }
   bool failed = false;
   for (const auto& call : calls) {
-    if (Status st = engine_->DecodeBatch(call); !st.ok()) {
+    if (Status st = DecodeFreeingPausedMemory(call); !st.ok()) {
       RecoverFailedStep(call, st);
       failed = true;
       continue;
@@ -181,6 +182,16 @@ void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
   // report that includes it.
   PublishHealth();
   for (auto& [slot, index] : outputs) {
+    if (slot->Replaying()) {
+      // Recomputing: the token that followed here was sampled before, and is fed back.
+      slot->pending = slot->replay[slot->replayed++];
+      slot->has_pending = true;
+      if (!slot->Replaying()) {
+        slot->replay.clear();
+        slot->replayed = 0;
+      }
+      continue;
+    }
     if (!slot->has_pending) slot->prefill_end_ms = clock_.NowMs();
     slot->has_pending = false;
     if (slot->draft.empty()) {

@@ -161,6 +161,8 @@ class LlamaEngine final : public Engine {
     batch.n_tokens = static_cast<int32_t>(items.size());
     int32_t rc = llama_decode(ctx_.get(), batch);
     llama_batch_free(batch);
+    // 1: no room in the KV cache for the batch (llama.h); it changed nothing.
+    if (rc == 1) return ResourceExhaustedError("no room in the KV cache for a batch of " + std::to_string(items.size()) + " tokens");
     if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
     if (drafter_) {
       // The target's step stands either way; the MTP layer's sequences in it stop drafting.
@@ -245,6 +247,40 @@ class LlamaEngine final : public Engine {
     if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
     llama_memory_seq_cp(mem, src, dst, -1, -1);
     if (drafter_) drafter_->CopyTarget(src, dst);
+    return Status::Ok();
+  }
+
+  // A whole sequence (KV cells and recurrent state), as llama.cpp's per-sequence state API
+  // writes it, which knows recurrent memory. Not with a drafter: its own per-sequence memory
+  // would have to move too.
+  Result<std::string> ParkSequence(int32_t sequence) override {
+    LLMD_RETURN_IF_ERROR(RequireContext());
+    if (drafter_) return UnimplementedError("a model with a drafter keeps its sequences in place");
+    const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, 0);
+    std::string parked(size, '\0');
+    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(parked.data()), size,
+                                                        sequence, 0);
+    if (written == 0 || written > size) return InternalError("could not park sequence " + std::to_string(sequence));
+    parked.resize(written);
+    llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, -1, -1);
+    return parked;
+  }
+
+  Status UnparkSequence(int32_t sequence, const std::string& parked) override {
+    LLMD_RETURN_IF_ERROR(RequireContext());
+    if (drafter_) return UnimplementedError("a model with a drafter keeps its sequences in place");
+    size_t read = 0;
+    try {
+      read = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(parked.data()), parked.size(),
+                                          sequence, 0);
+    } catch (const std::exception& e) {
+      return InternalError(std::string("could not unpark a sequence: ") + e.what());
+    }
+    if (read == 0) {
+      // llama.cpp leaves the sequence empty; the likely cause is a cache with no room for it.
+      llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, -1, -1);
+      return ResourceExhaustedError("no room in the KV cache to unpark sequence " + std::to_string(sequence));
+    }
     return Status::Ok();
   }
 
