@@ -1,8 +1,11 @@
 #include "config/config.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -27,6 +30,9 @@ struct Key {
   std::string help;
   Setter set;
   bool is_bool = false;
+  // Each value adds one item (a TOML array gives one value per element; a flag may repeat),
+  // for lists whose items may hold commas.
+  bool appends = false;
 };
 
 Status Bad(const std::string& why) { return InvalidArgumentError(why); }
@@ -56,6 +62,24 @@ Status ParseBool(const std::string& s, bool* out) {
   if (s == "true" || s == "1" || s == "yes" || s == "on") *out = true;
   else if (s == "false" || s == "0" || s == "no" || s == "off") *out = false;
   else return Bad("not a boolean (true or false)");
+  return Status::Ok();
+}
+
+// A pinned system prompt: the text itself, or "@PATH" for a file's text (its trailing
+// newlines dropped, as a client sending the same text would not send them).
+Status AddPinnedPrompt(const std::string& v, std::vector<std::string>* prompts) {
+  std::string text = v;
+  if (!v.empty() && v[0] == '@') {
+    std::ifstream in(v.substr(1), std::ios::binary);
+    if (!in) return Bad("cannot read " + v.substr(1) + ": " + std::strerror(errno));
+    std::ostringstream os;
+    os << in.rdbuf();
+    text = os.str();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.size() > kMaxPinnedPromptBytes) return Bad(v.substr(1) + " is over " + std::to_string(kMaxPinnedPromptBytes) + " bytes");
+  }
+  if (text.empty()) return Bad("an empty system prompt");
+  prompts->push_back(std::move(text));
   return Status::Ok();
 }
 
@@ -310,6 +334,9 @@ const std::vector<Key>& Keys() {
       {"parked_budget_mb", {"--parked-budget-mb"}, {"LLMD_PARKED_BUDGET_MB"},
        "MiB of host memory for paused requests' memory parked when a step has no room; past it they are recomputed",
        U32(&DaemonConfig::parked_budget_mb, 0, 1 << 20)},
+      {"pinned_prompts", {"--pin-prompt"}, {"LLMD_PINNED_PROMPT"},
+       "A system prompt kept prefilled for the daemon's life, even after an idle release (repeatable; @PATH reads a file)",
+       [](DaemonConfig& c, const std::string& v) { return AddPinnedPrompt(v, &c.pinned_prompts); }, false, true},
       {"idle_release_after", {"--idle-release-after"}, {"LLMD_IDLE_RELEASE_AFTER"},
        "Idle this long (300, 90s, 5m, 1h), a model frees its KV cache and scratch and keeps its weights; 0: never",
        Duration(&DaemonConfig::idle_release_after_ms)},
@@ -545,6 +572,10 @@ Status ApplyToml(DaemonConfig& c, const std::string& path) {
       if (candidate.name == name) key = &candidate;
     }
     if (key == nullptr) return InvalidArgumentError("config file " + path + ": unknown key '" + name + "'");
+    if (const auto* items = node.as_array(); items != nullptr && key->appends) {
+      for (const auto& item : *items) LLMD_RETURN_IF_ERROR(Apply(c, *key, TomlValueText(item), path));
+      continue;
+    }
     LLMD_RETURN_IF_ERROR(Apply(c, *key, TomlValueText(node), path));
   }
   return Status::Ok();

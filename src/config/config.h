@@ -16,6 +16,9 @@
 
 namespace llmd::config {
 
+// The largest system prompt file `pinned_prompts` reads.
+inline constexpr size_t kMaxPinnedPromptBytes = 1 << 20;
+
 struct DaemonConfig {
   engine::EngineConfig engine;       // model_path, max_context_len, parallel, threads, ...
   std::string model_name;            // the first model's name; empty: its file name
@@ -80,6 +83,9 @@ struct DaemonConfig {
   // Host memory for paused requests' memory parked when a step has no room; past it a
   // paused request is recomputed from its tokens instead.
   uint32_t parked_budget_mb = 512;
+  // System prompts kept prefilled in host memory for the daemon's life (sched
+  // WorkerOptions::pinned_system_prompts), the texts themselves (a file's already read).
+  std::vector<std::string> pinned_prompts;
 
   // Request classes (docs/config.md, "Request classes"): each rule gives the peers of a UID or
   // GID their default class and their ceiling ("uid:1001=interactive", "gid:50=background/normal").

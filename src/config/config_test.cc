@@ -153,6 +153,23 @@ TEST(Config, RequestClassRulesAndTheDeviceKeys) {
   EXPECT_NE(action.error().message().find("must be run, throttle or pause"), std::string::npos);
 }
 
+TEST(Config, PinnedPromptsAreTextsOrFilesAndKeepTheirCommas) {
+  const std::string file = "/tmp/llmd_config_test_pinned_" + std::to_string(::getpid()) + ".txt";
+  std::ofstream(file) << "You are the voice assistant, brief and kind.\n\n";
+  std::string toml = WriteToml("model_path = \"m.gguf\"\npinned_prompts = [\"You answer in English, briefly.\", \"@" + file +
+                               "\"]\n");
+  auto r = Parse({"--config", toml, "--pin-prompt", "A third one, from the command line."});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->config.pinned_prompts,
+            (std::vector<std::string>{"You answer in English, briefly.", "You are the voice assistant, brief and kind.",
+                                      "A third one, from the command line."}));
+  auto missing = Parse({"-m", "m", "--pin-prompt", "@/nonexistent/system.txt"});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message().find("pinned_prompts"), std::string::npos) << missing.error().message();
+  EXPECT_NE(missing.error().message().find("cannot read /nonexistent/system.txt"), std::string::npos);
+  EXPECT_FALSE(Parse({"-m", "m", "--pin-prompt", ""}).has_value());
+}
+
 TEST(Config, ClassTokenBudgets) {
   std::string toml = WriteToml("model_path = \"m.gguf\"\nclass_token_budgets = [\"background=20000\", \"normal=60000\"]\n");
   auto r = Parse({"--config", toml});

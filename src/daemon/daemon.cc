@@ -236,6 +236,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   };
   options.checkpoint_budget_bytes = static_cast<uint64_t>(c.checkpoint_budget_mb) << 20;
   options.parked_budget_bytes = static_cast<uint64_t>(c.parked_budget_mb) << 20;
+  options.pinned_system_prompts = c.pinned_prompts;
   options.idle_release_after_ms = c.idle_release_after_ms > 0 ? c.idle_release_after_ms : -1;  // 0: never
   if (const int64_t watchdog_ms = WatchdogIntervalMs(); watchdog_ms > 0) {
     // An idle engine thread must show life well within the half-interval Run() checks.
@@ -279,7 +280,15 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
       check.grammar = c.guard_grammar;
       LLMD_RETURN_IF_ERROR(engine->NewSampler(check, {}).error().WithContext("guard_grammar"));
     }
-    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), options);
+    sched::WorkerOptions model_options = options;  // the guard and embedding models have no chat to pin
+    if (name == c.guard_model || config::IsEmbeddingModel(c, name)) model_options.pinned_system_prompts.clear();
+    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), model_options);
+    // The pinned prompts' states stay in host memory for the daemon's life.
+    used_mib += worker->stats().pinned_bytes >> 20;
+    if (budget_mib > 0 && used_mib > budget_mib) {
+      return ResourceExhaustedError("the pinned prompts of model '" + name + "' bring the memory to " + std::to_string(used_mib) +
+                                    " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB (memory_budget_mb)");
+    }
     ctx_->AddModel(name, worker.get());
     workers_.emplace_back(name, std::move(worker));
   }

@@ -86,6 +86,12 @@ constexpr ModelSeries kTokenAndSchedulerSeries[] = {
     {"llmd_recomputes_total", "counter",
      "Times a paused request's memory was dropped (parking full or impossible) and recomputed from its tokens.",
      [](sched::EngineWorker& w) { return std::to_string(w.stats().recomputes); }},
+    {"llmd_pinned_prefixes", "gauge", "System prompts pinned: prefilled at load and kept in host memory.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().pinned_prefixes); }},
+    {"llmd_pinned_bytes", "gauge", "Host memory the pinned prompts' states take.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().pinned_bytes); }},
+    {"llmd_pinned_hits_total", "counter", "Prompts that started from a pinned prompt.",
+     [](sched::EngineWorker& w) { return std::to_string(w.stats().pinned_hits); }},
     {"llmd_kv_cache_usage_ratio", "gauge", "Share of the KV cache cells in use (0..1).",
      [](sched::EngineWorker& w) { return Number(w.health().kv_cache_usage); }},
 };

@@ -24,6 +24,7 @@ EngineWorker::EngineWorker(std::unique_ptr<engine::Engine> engine, WorkerOptions
       engine_(std::move(engine)),
       checkpoints_(options_.checkpoint_budget_bytes) {
   ResetSlots();
+  PinPrompts();  // before the thread starts: a daemon that says ready has them
   placement_ = engine_->model_info().placement;
   PublishHealth();
   last_progress_ms_ = clock_.NowMs();
@@ -291,6 +292,7 @@ void EngineWorker::SwapWhenIdle(std::unique_lock<std::mutex>& lock) {
     engine_ = std::move(next);  // the old engine is released here
     draft_governor_ = DraftGovernor();  // what drafts cost was the old engine's
     ResetSlots();  // one slot per sequence of the new engine: a reload may change their number
+    PinPrompts();  // the old engine's pinned states are not this one's
   }
   {
     std::lock_guard<std::mutex> stats_lock(stats_mu_);
@@ -382,6 +384,9 @@ WorkerStats EngineWorker::stats() const {
   s.parked_bytes = parked_bytes_.load();
   s.parks = parks_.load();
   s.recomputes = recomputes_.load();
+  s.pinned_prefixes = pinned_count_.load();
+  s.pinned_bytes = pinned_bytes_.load();
+  s.pinned_hits = pinned_hits_.load();
   return s;
 }
 

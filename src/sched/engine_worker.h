@@ -93,6 +93,9 @@ struct WorkerOptions {
   // Host memory for paused sequences parked when the engine has no room for a step; past it
   // a paused sequence's memory is dropped and recomputed from its tokens when it resumes.
   uint64_t parked_budget_bytes = 512ull << 20;
+  // System prompts prefilled when the worker takes an engine and kept in host memory for its
+  // life: a chat that starts with one starts from it, even after an idle release.
+  std::vector<std::string> pinned_system_prompts;
   // Shortest gain worth copying another slot's memory for, or waiting for it (tokens): a copy
   // moves a whole sequence (all its cells, e.g. 224 MiB of F16 KV for a 0.6B model at 2048
   // tokens), which costs about what prefilling a few dozen tokens does on a CPU.
@@ -123,6 +126,8 @@ struct WorkerStats {
   uint32_t parked = 0;             // paused slots whose memory is parked in host memory now
   uint64_t parked_bytes = 0;
   uint64_t parks = 0, recomputes = 0;  // paused slots parked / dropped and recomputed, since start
+  uint32_t pinned_prefixes = 0;    // system prompts pinned (WorkerOptions::pinned_system_prompts)
+  uint64_t pinned_bytes = 0, pinned_hits = 0;  // their host memory; prompts that started from one
   uint32_t queued_by_class[kRequestClasses] = {};
 };
 
@@ -257,6 +262,15 @@ class EngineWorker {
   void ForgetParked(Slot& slot);
   // Parked slots the policy chose to run get their memory back; those that cannot sit out.
   void UnparkChosen(StepChoice* choice);
+  // Pinned prefixes (engine_worker_pin.cc): made when the worker takes an engine.
+  struct PinnedPrefix {
+    std::vector<engine::TokenId> tokens;
+    std::string state;  // Engine::ParkSequence bytes
+  };
+  void PinPrompts();
+  Result<PinnedPrefix> PinPrompt(const std::string& system);
+  const PinnedPrefix* PinnedFor(const std::vector<engine::TokenId>& prompt, const std::vector<size_t>* cuts,
+                                size_t keep) const;
   // A draft's guess for the token about to be sampled (its `position`th), and the verdict.
   struct DraftCheck {
     engine::TokenId guess = 0;
@@ -326,6 +340,9 @@ class EngineWorker {
   int64_t last_interactive_ms_ = -1;  // engine thread: when an interactive job last took a slot
   std::atomic<uint32_t> paused_{0}, parked_{0};
   std::atomic<uint64_t> parked_bytes_{0}, parks_{0}, recomputes_{0};
+  std::vector<PinnedPrefix> pinned_;  // engine thread (the constructor, before it starts)
+  std::atomic<uint32_t> pinned_count_{0};
+  std::atomic<uint64_t> pinned_bytes_{0}, pinned_hits_{0};
   // The engine thread's view of its slots, for estimates on other threads.
   std::array<std::atomic<uint32_t>, kRequestClasses> busy_by_class_{};
   std::atomic<size_t> width_{0};

@@ -63,14 +63,14 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
   ReusePlan best;
   for (auto& t : slots_) {
     if (only_target != nullptr ? t.get() != only_target : t->busy) continue;
-    ReusePlan plan{t.get(), t.get(), 0, nullptr, 0};
+    ReusePlan plan{.target = t.get(), .source = t.get()};
     plan.keep = reusable(*t, *t, &plan.checkpoint);
     // Another slot's memory (busy or not) is worth copying only for a real gain.
     for (auto& s : slots_) {
       if (s.get() == t.get()) continue;
       const Checkpoint* checkpoint = nullptr;
       const size_t n = reusable(*t, *s, &checkpoint);
-      if (n >= plan.keep + options_.min_shared_prefix) plan = {t.get(), s.get(), n, checkpoint, 0};
+      if (n >= plan.keep + options_.min_shared_prefix) plan = {.target = t.get(), .source = s.get(), .keep = n, .checkpoint = checkpoint};
     }
     // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
     // then the least recently used slot.
@@ -80,6 +80,11 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
                         (plan.keep == best.keep && copies != best_copies && !copies) ||
                         (plan.keep == best.keep && copies == best_copies && t->last_used < best.target->last_used);
     if (better) best = plan;
+  }
+  if (best.target != nullptr) {
+    if (const PinnedPrefix* pinned = PinnedFor(prompt, cuts, best.keep); pinned != nullptr) {
+      best = {.target = best.target, .source = best.target, .keep = pinned->tokens.size(), .pinned = pinned};
+    }
   }
   for (auto& s : slots_) best.best_common = std::max(best.best_common, CommonPrefix(s->resident, prompt));
   best.best_common = std::min(best.best_common, limit_all);
@@ -94,7 +99,15 @@ size_t EngineWorker::ApplyReuse(const ReusePlan& plan) {
     checkpoints_.CountMiss();  // some slot held much more of this prompt than could be reused
   }
   Status st;
-  if (plan.keep > 0 && plan.source != &t) {
+  if (plan.pinned != nullptr) {
+    st = engine_->TruncateSequence(t.sequence, 0);
+    if (st.ok()) st = engine_->UnparkSequence(t.sequence, plan.pinned->state);
+    if (st.ok()) {
+      t.resident = plan.pinned->tokens;
+      ++pinned_hits_;
+      return plan.keep;
+    }
+  } else if (plan.keep > 0 && plan.source != &t) {
     st = engine_->CopySequence(plan.source->sequence, t.sequence);
     if (st.ok()) {
       t.resident = plan.source->resident;

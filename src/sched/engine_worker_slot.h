@@ -71,6 +71,7 @@ struct EngineWorker::ReusePlan {
   Slot* source = nullptr;          // the slot whose memory holds the prefix (target: its own)
   size_t keep = 0;                 // prompt tokens reused
   const Checkpoint* checkpoint = nullptr;  // the recurrent state after `keep` tokens
+  const PinnedPrefix* pinned = nullptr;    // or a pinned prefix of `keep` tokens, put in whole
   size_t best_common = 0;          // the longest prefix any slot shares (for the miss count)
 };
 

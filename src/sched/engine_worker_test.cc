@@ -762,5 +762,42 @@ TEST(EngineWorker, ASessionContinuesAfterAnIdleReleaseFromItsSavedTokens) {
   EXPECT_GT(expected->stats.cached_tokens, 0);
 }
 
+// --- Pinned prefixes.
+
+// A pinned system prompt is warm for the first request and still after an idle release, and
+// a request that starts from it answers as it would cold.
+TEST(EngineWorker, APinnedSystemPromptIsWarmFromTheStartAndAfterAnIdleRelease) {
+  const std::string system = "You are the voice assistant of a small car: answer in one short sentence.";
+  for (FakeMemory memory : {FakeMemory::kAttention, FakeMemory::kRecurrent}) {
+    SCOPED_TRACE(memory == FakeMemory::kAttention ? "attention" : "recurrent");
+    WorkerOptions options = IdleReleaseOptions(60000);
+    options.pinned_system_prompts = {system};
+    Rig rig({.memory = memory}, options);
+    EXPECT_EQ(rig.worker->stats().pinned_prefixes, 1u);
+    EXPECT_GT(rig.worker->stats().pinned_bytes, 0u);
+
+    const Job first = Chat(system, "Open the window.", 6);
+    auto first_done = rig.Run(first);
+    ASSERT_TRUE(first_done.has_value()) << first_done.error().ToString();
+    EXPECT_GE(first_done->stats.cached_tokens, static_cast<int32_t>(system.size()));
+    EXPECT_EQ(first_done->tokens, Solo(first, {.memory = memory}));
+
+    AwaitIdle(*rig.worker);
+    rig.clock.Advance(60000);
+    ASSERT_TRUE(Eventually([&] { return rig.worker->stats().working_memory_releases == 1; }));
+    const Job second = Chat(system, "How far to the station?", 6);
+    auto second_done = rig.Run(second);
+    ASSERT_TRUE(second_done.has_value()) << second_done.error().ToString();
+    EXPECT_GE(second_done->stats.cached_tokens, static_cast<int32_t>(system.size()));
+    EXPECT_EQ(second_done->tokens, Solo(second, {.memory = memory}));
+    EXPECT_EQ(rig.worker->stats().pinned_hits, 2u);
+    // Another system prompt does not start from it.
+    auto other = rig.Run(Chat("Another system prompt entirely.", "Hello there.", 4));
+    ASSERT_TRUE(other.has_value());
+    EXPECT_LT(other->stats.cached_tokens, 16);
+    EXPECT_EQ(rig.worker->stats().pinned_hits, 2u);
+  }
+}
+
 }  // namespace
 }  // namespace llmd::sched

@@ -69,6 +69,29 @@ TEST_F(HybridModelTest, TheModelLoadsAsRecurrentMemoryWithCheckpoints) {
   EXPECT_NE(daemon_->log().find("memory=\"recurrent (checkpoints)\""), std::string::npos) << daemon_->log();
 }
 
+// A pinned system prompt (its attention KV and recurrent state after it, kept in host memory)
+// is warm for the first request and again after an idle release has freed the cache, and a
+// request that starts from it answers as a cold daemon does.
+TEST_F(HybridModelTest, APinnedSystemPromptIsWarmFirstAndAfterAnIdleRelease) {
+  DaemonProcess pinned({"--parallel", "2", "--pin-prompt", kSystem, "--idle-release-after", "1"}, Qwen35TinyPath());
+  ASSERT_TRUE(pinned.ready()) << pinned.log();
+  EXPECT_NE(pinned.log().find("prompt_pinned"), std::string::npos) << pinned.log();
+  LlmClient client(pinned.socket());
+  const std::string first_question = "When do you open on Sunday?";
+  auto first = client.GenerateStream(first_question, WithSystem(8), nullptr);
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  EXPECT_GT(first->cached_tokens, 30u) << "the first request started from the pinned prompt";
+  EXPECT_EQ(first->text, Solo(first_question, WithSystem(8)).text);
+
+  ASSERT_TRUE(WaitFor([&] { return pinned.log().find("working_memory_released") != std::string::npos; }, kLiveness))
+      << pinned.log();
+  const std::string second_question = "Are there events for children?";
+  auto second = client.GenerateStream(second_question, WithSystem(8), nullptr);
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  EXPECT_GT(second->cached_tokens, 30u) << "still pinned after the idle release";
+  EXPECT_EQ(second->text, Solo(second_question, WithSystem(8)).text);
+}
+
 // The failure this suite was written for: the second request sharing a system prompt used to
 // fail with "llama_decode failed", and four at once failed all four.
 TEST_F(HybridModelTest, TheSameSystemPromptWithOtherQuestionsInSequenceReusesItsPrefix) {
