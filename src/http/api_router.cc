@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "http/json_reply.h"
 #include "http/metrics_page.h"
+#include "http/queue_page.h"
 
 namespace llmd::http {
 namespace {
@@ -159,12 +160,19 @@ int ApiRouter::Metrics(const Request& req, Responder& out, const FrontEnd& front
   return 200;
 }
 
+int ApiRouter::Queue(const Request& req, Responder& out, const FrontEnd& front_end) {
+  if (req.method != "GET") return Send(out, front_end, WrongMethod(req, "GET"));
+  out.Send(200, kJsonType, RenderQueuePage(state_, req.peer));
+  return 200;
+}
+
 int ApiRouter::Route(const Request& req, Responder& out, FrontEnd& front_end, bool claimed) {
   if (req.peer.tcp) {
     if (auto refusal = CheckTcpPeer(req, front_end)) return Send(out, front_end, *refusal);
   }
   if (req.path == "/health") return Health(req, out, front_end);
   if (req.path == "/metrics") return Metrics(req, out, front_end);
+  if (req.path == "/queue") return Queue(req, out, front_end);
   if (!claimed) return Send(out, front_end, NoSuchEndpoint(req));
   if (auto refusal = CheckCanServe(req)) return Send(out, front_end, *refusal);
   if (state_.config()->log_text && req.method == "POST") {

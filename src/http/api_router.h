@@ -52,6 +52,7 @@ class ApiRouter {
   std::optional<ApiError> CheckCanServe(const Request& request) const;
   int Health(const Request& request, Responder& out, const FrontEnd& front_end);
   int Metrics(const Request& request, Responder& out, const FrontEnd& front_end);
+  int Queue(const Request& request, Responder& out, const FrontEnd& front_end);
   // The front end that claims `path`; null when none does.
   FrontEnd* Owner(std::string_view path) const;
 

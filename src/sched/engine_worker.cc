@@ -265,6 +265,25 @@ WaitEstimate EngineWorker::EstimateFirstToken(RequestClass c, size_t prompt_toke
   return EstimateLocked(c, prompt_tokens);
 }
 
+std::vector<EngineWorker::QueuedJob> EngineWorker::Queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const MeasuredCosts costs = Costs();
+  const std::vector<const Job*> order = queue_.InOrder();
+  std::vector<QueuedJob> queued;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Job& job = *order[i];
+    size_t busy = 0;
+    for (int k = 0; k <= ClassIndex(job.request_class); ++k) busy += busy_by_class_[k].load();
+    // Everything before it in the order is of its class or higher.
+    queued.push_back({.peer_uid = job.peer_uid,
+                      .request_class = job.request_class,
+                      .position = i + 1,
+                      .waited_ms = clock_.NowMs() - job.submitted_ms,
+                      .estimate = EstimateWait(costs, busy, i, width_.load(), RoughPromptTokens(job.prompt))});
+  }
+  return queued;
+}
+
 MeasuredCosts EngineWorker::Costs() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return costs_;

@@ -168,6 +168,17 @@ class EngineWorker {
   // token now (wait_estimate.h).
   WaitEstimate EstimateFirstToken(RequestClass c, size_t prompt_tokens) const;
 
+  // The jobs waiting for a slot, in the order they will get one, each with where it stands
+  // and its expected wait (queue position, as Ollama users ask: ollama #5253).
+  struct QueuedJob {
+    std::optional<uint32_t> peer_uid;
+    RequestClass request_class = RequestClass::kNormal;
+    size_t position = 0;    // 1: the next to get a slot
+    int64_t waited_ms = 0;  // since it was submitted
+    WaitEstimate estimate;  // from now
+  };
+  std::vector<QueuedJob> Queued() const;
+
   // Keeps the working memory this long from now when idle, then frees it (< 0: until a job
   // says otherwise); Ollama's keep_alive on a request that generates nothing.
   void KeepAlive(int64_t ms);

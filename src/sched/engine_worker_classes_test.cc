@@ -264,6 +264,33 @@ INSTANTIATE_TEST_SUITE_P(ParkedOrRecomputed, EngineWorkerPressure,
                                            PressureCase{FakeMemory::kRecurrent, 1 << 20},
                                            PressureCase{FakeMemory::kRecurrent, 0}));
 
+TEST(EngineWorkerClasses, QueuedJobsShowTheirPositionAndExpectedWait) {
+  Rig rig({.sequences = 1, .step_ms = 100, .item_ms = 1}, TestOptions());
+  ASSERT_TRUE(rig.Run(Raw("measured first", 4)).has_value());  // something measured
+  rig.fake->HoldDecodes();
+  auto running = rig.Submit(Raw("holds the only slot", 8));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  auto a = rig.Submit(Classed(Raw("peer a", 2), RequestClass::kNormal, 1000));
+  auto b = rig.Submit(Classed(Raw("peer b", 2), RequestClass::kNormal, 2000));
+  auto voice = rig.Submit(Classed(Raw("a person", 2), RequestClass::kInteractive, 3000));
+
+  const std::vector<EngineWorker::QueuedJob> queued = rig.worker->Queued();
+  ASSERT_EQ(queued.size(), 3u);
+  EXPECT_EQ(queued[0].request_class, RequestClass::kInteractive);
+  EXPECT_EQ(queued[0].peer_uid, 3000u);
+  EXPECT_EQ(queued[1].peer_uid, 1000u);
+  EXPECT_EQ(queued[2].peer_uid, 2000u);
+  for (size_t i = 0; i < queued.size(); ++i) {
+    EXPECT_EQ(queued[i].position, i + 1);
+    EXPECT_TRUE(queued[i].estimate.known);
+    EXPECT_EQ(queued[i].estimate.ahead, i + (i == 0 ? 0 : 1));  // and the running job, for its class
+  }
+  EXPECT_LT(queued[1].estimate.first_token_ms(), queued[2].estimate.first_token_ms());
+  rig.Release();
+  for (auto* channel : {&running, &a, &b, &voice}) ASSERT_TRUE(Await(**channel).has_value());
+  EXPECT_TRUE(rig.worker->Queued().empty());
+}
+
 // Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured
 // decides.
 TEST(EngineWorkerClasses, ADeadlineTheEstimateCannotMeetIsRefusedAtOnceAndAQueuedOneExpires) {

@@ -78,6 +78,26 @@ size_t JobQueue::size() const {
   return n;
 }
 
+std::vector<const Job*> JobQueue::InOrder() const {
+  std::vector<const Job*> order;
+  for (const ClassQueue& queue : classes_) {
+    // PopFrom's round robin, played out on positions instead of jobs.
+    std::map<uint32_t, size_t> taken;
+    std::optional<uint32_t> last = queue.last_served;
+    for (size_t n = 0; n < queue.size; ++n) {
+      auto it = last.has_value() ? queue.by_peer.upper_bound(*last) : queue.by_peer.begin();
+      for (size_t looked = 0; looked <= queue.by_peer.size(); ++looked) {
+        if (it == queue.by_peer.end()) it = queue.by_peer.begin();
+        if (taken[it->first] < it->second.size()) break;
+        ++it;
+      }
+      order.push_back(&it->second[taken[it->first]++]);
+      last = it->first;
+    }
+  }
+  return order;
+}
+
 size_t JobQueue::AheadOf(RequestClass c) const {
   size_t n = 0;
   for (int i = 0; i <= ClassIndex(c); ++i) n += classes_[i].size;

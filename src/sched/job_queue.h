@@ -42,6 +42,9 @@ class JobQueue {
   size_t size(RequestClass c) const { return classes_[ClassIndex(c)].size; }
   // Jobs that a new job of class `c` would wait behind: those of its class and higher.
   size_t AheadOf(RequestClass c) const;
+  // Every waiting job in the order Pop would hand them out now (pointers valid until the
+  // queue changes): where each stands.
+  std::vector<const Job*> InOrder() const;
 
  private:
   // A job without a known peer is one peer of its own.

@@ -51,6 +51,20 @@ TEST(JobQueue, TheTurnPassesOnAcrossPopsAndNewArrivals) {
   EXPECT_EQ(Drain(queue), (std::vector<std::string>{"b1", "a2"}));
 }
 
+TEST(JobQueue, InOrderIsTheOrderPopHandsThemOut) {
+  JobQueue queue(16);
+  for (const char* name : {"a1", "a2", "a3"}) ASSERT_TRUE(queue.Push(Named(name, RequestClass::kNormal, 1)).ok());
+  ASSERT_TRUE(queue.Push(Named("b1", RequestClass::kNormal, 2)).ok());
+  ASSERT_TRUE(queue.Push(Named("x1", RequestClass::kBackground, 3)).ok());
+  ASSERT_TRUE(queue.Push(Named("i1", RequestClass::kInteractive, 3)).ok());
+  EXPECT_EQ(NameOf(*queue.Pop()), "i1");
+  EXPECT_EQ(NameOf(*queue.Pop()), "a1");  // the turn passes to peer 2 next
+  std::vector<std::string> predicted;
+  for (const Job* job : queue.InOrder()) predicted.push_back(NameOf(*job));
+  EXPECT_EQ(predicted, (std::vector<std::string>{"b1", "a2", "a3", "x1"}));
+  EXPECT_EQ(Drain(queue), predicted);
+}
+
 TEST(JobQueue, EachClassHasItsOwnDepth) {
   JobQueue queue(2);
   ASSERT_TRUE(queue.Push(Named("b1", RequestClass::kBackground, 1)).ok());

@@ -13,6 +13,7 @@
 #include "tests/support/daemon_harness.h"
 #include "tests/support/http_harness.h"
 #include "tests/support/nobody_child.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::testing {
 namespace {
@@ -134,6 +135,53 @@ TEST(DaemonClasses, BackgroundConnectionsFillOnlyTheirOwnCap) {
   EXPECT_EQ(end->type, proto::Response::Type::kDone) << end->text;
   EXPECT_EQ(refused.Wait(), 0);
   EXPECT_EQ(holder.Wait(), 0);
+}
+
+// GET /queue: a queued request's position and expected wait, to its own peer and to root;
+// another UID sees nothing of it.
+TEST(DaemonClasses, AQueuedRequestsPositionIsVisibleToItsPeerOnly) {
+  SKIP_UNLESS_ROOT();
+  DaemonProcess d({"--allow-uid", "0,65534", "--parallel", "1", "--reserved-sequences", "0", "--max-new-tokens", "4096"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  ::chmod(d.socket().c_str(), 0666);
+  ::chmod((d.dir() + "/http.sock").c_str(), 0666);
+  const std::string queue_url = "--unix-socket " + d.dir() + "/http.sock 'http://localhost/queue'";
+  // nobody holds the only slot with a stream that never ends by itself.
+  NobodyChild holder([&](int signal_fd, int stop_fd) {
+    RawConn c(d.socket());
+    proto::Request r = Stream("holding the only slot", 4096);
+    r.params.constraint = proto::Constraint{proto::Constraint::Kind::kGbnfGrammar, "root ::= \"ab \" root"};
+    if (!c.Send(r)) return 2;
+    auto first = c.Receive();
+    if (!first || first->type != proto::Response::Type::kToken) return 3;
+    return SignalAndHold(signal_fd, stop_fd);
+  });
+  ASSERT_TRUE(holder.WaitForSignal());
+  // root's request waits for the slot.
+  RawConn waiting(d.socket());
+  ASSERT_TRUE(waiting.Send(Stream("waiting my turn", 2)));
+  HttpReply page;
+  ASSERT_TRUE(WaitFor([&] {
+    page = Curl(d.dir(), queue_url);
+    return page.body.find("\"position\":1") != std::string::npos;
+  }, kLiveness)) << page.body;
+  EXPECT_NE(page.body.find("\"uid\":0"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("\"class\":\"normal\""), std::string::npos) << page.body;
+  // nobody's own view: root's request is not its to see.
+  NobodyChild other([&](int signal_fd, int stop_fd) {
+    const std::string scratch = "/tmp/llmd-queue-" + std::to_string(::getpid());
+    ::mkdir(scratch.c_str(), 0700);
+    HttpReply theirs = Curl(scratch, queue_url);
+    if (theirs.status != 200) return 2;
+    if (theirs.body != "{\"queued\":[]}") return 3;
+    return SignalAndHold(signal_fd, stop_fd);
+  });
+  EXPECT_TRUE(other.WaitForSignal());
+  EXPECT_EQ(other.Wait(), 0);
+  EXPECT_EQ(holder.Wait(), 0);  // it hangs up: the slot frees and root's request runs
+  auto end = Final(waiting);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->type, proto::Response::Type::kDone) << end->text;
 }
 
 }  // namespace
