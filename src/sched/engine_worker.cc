@@ -325,18 +325,19 @@ void EngineWorker::SwapWhenIdle(std::unique_lock<std::mutex>& lock) {
 std::vector<Job> EngineWorker::PopAdmissible() {
   std::vector<Job> admitted;
   if (pending_ || stopping_) return admitted;
-  std::vector<RequestClass> classes;  // of the busy slots and the jobs admitted here
+  std::vector<Holder> holders;  // of the busy slots and the jobs admitted here
   size_t free_slots = 0;
   for (const auto& s : slots_) {
-    if (s->busy) classes.push_back(s->job.request_class);
+    if (s->busy) holders.push_back({s->job.request_class, s->job.peer_uid});
     else ++free_slots;
   }
-  while (free_slots > 0) {
-    const std::optional<RequestClass> next = queue_.FirstClass();
-    if (!next.has_value() || !MayAdmit(*next, classes, DecodeWidth())) break;
-    admitted.push_back(std::move(*queue_.Pop(*next)));
-    classes.push_back(*next);
-    ++metrics_.admitted_by_class[ClassIndex(*next)];
+  while (free_slots > 0 && !queue_.empty()) {
+    const Job& next = *queue_.InOrder().front();
+    const Holder holder{next.request_class, next.peer_uid};
+    if (!MayAdmit(holder, holders, DecodeWidth(), free_slots)) break;
+    admitted.push_back(std::move(*queue_.Pop(holder.request_class)));
+    holders.push_back(holder);
+    ++metrics_.admitted_by_class[ClassIndex(holder.request_class)];
     running_.push_back(admitted.back().channel);
     --free_slots;
   }

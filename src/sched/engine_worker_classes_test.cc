@@ -125,6 +125,31 @@ TEST(EngineWorkerClasses, PeersTakeTurnsWithinAClass) {
   EXPECT_EQ(names, (std::vector<std::string>{"A one", "B one", "A two.", "A three"}));
 }
 
+TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRunsAtOnce) {
+  WorkerOptions options = TestOptions();
+  options.decode_width = 4;
+  Rig rig({.sequences = 6}, options);
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> heavy;
+  for (int i = 0; i < 5; ++i) {
+    heavy.push_back(rig.Submit(Classed(Raw("heavy peer request " + std::string(static_cast<size_t>(i), '!'), 12),
+                                       RequestClass::kNormal, 1000)));
+  }
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(rig.Step());
+  const uint64_t held_step = rig.worker->stats().steps;
+  const Job light = Classed(Raw("the other peer", 4), RequestClass::kNormal, 2000);
+  auto light_channel = rig.Submit(light);
+  rig.Release();
+  auto done = Await(*light_channel);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it did not wait for a heavy request to end";
+  EXPECT_EQ(done->tokens, Solo(light));
+  for (auto& channel : heavy) ASSERT_TRUE(Await(*channel).has_value());
+  EXPECT_GE(rig.worker->stats().preemptions, 1u);  // the heavy peer's newest sat out for it
+  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 4u);
+}
+
 TEST(EngineWorkerClasses, APausedDeviceHoldsBackgroundWorkAndItResumesWithTheSameTokens) {
   std::atomic<BackgroundAction> mode{BackgroundAction::kPause};
   WorkerOptions options = TestOptions();

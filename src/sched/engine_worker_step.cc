@@ -20,6 +20,7 @@ StepChoice EngineWorker::ChooseThisStep() {
     if (!s.busy) continue;
     busy.push_back({.slot = i,
                     .request_class = s.job.request_class,
+                    .peer_uid = s.job.peer_uid,
                     .admitted = s.job_id,
                     .generating = s.has_pending,
                     .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),

@@ -1,6 +1,8 @@
 #include "sched/step_policy.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 namespace llmd::sched {
 
@@ -27,6 +29,14 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     if (a->request_class != b->request_class) return a->request_class < b->request_class;
     return a->admitted < b->admitted;
   });
+  // Each slot's turn within its peer and class: 0 for a peer's oldest.
+  std::map<const SlotView*, size_t> turn;
+  std::map<std::pair<RequestClass, std::optional<uint32_t>>, size_t> seen;
+  for (const SlotView* view : ranked) turn[view] = seen[{view->request_class, view->peer_uid}]++;
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const SlotView* a, const SlotView* b) {
+    if (a->request_class != b->request_class) return a->request_class < b->request_class;
+    return turn[a] < turn[b];
+  });
   StepChoice choice;
   size_t running = 0;
   bool share = options.interactive_expected;  // lower classes share the step
@@ -48,9 +58,24 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   return choice;
 }
 
-bool MayAdmit(RequestClass c, const std::vector<RequestClass>& busy, size_t decode_width) {
-  const auto at_or_above = std::count_if(busy.begin(), busy.end(), [c](RequestClass b) { return b <= c; });
-  return static_cast<size_t>(at_or_above) < decode_width;
+bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_width, size_t free_sequences) {
+  size_t higher = 0, same_class = 0, own = 0;
+  std::map<std::optional<uint32_t>, size_t> others;  // other peers' slots of its class
+  for (const Holder& h : busy) {
+    if (h.request_class < job.request_class) ++higher;
+    if (h.request_class != job.request_class) continue;
+    ++same_class;
+    if (h.peer_uid == job.peer_uid) ++own;
+    else ++others[h.peer_uid];
+  }
+  if (higher + same_class < decode_width) return true;
+  // Beyond the width, a peer behind another's many requests of its class may take a spare
+  // sequence, as long as one stays free for a higher class: it ranks ahead of their later
+  // slots (ChooseStep), which pause for it.
+  if (free_sequences < 2) return false;
+  size_t ahead = higher + own;
+  for (const auto& [peer, n] : others) ahead += std::min(n, own + 1);
+  return ahead < decode_width;
 }
 
 }  // namespace llmd::sched

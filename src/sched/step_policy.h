@@ -6,8 +6,10 @@
 // The rules:
 //  - At most `decode_width` slots run in a step; the worker keeps more sequences than that, so
 //    a higher-class job always finds one. The runnable slots are ranked by class, then by
-//    admission order, and the first decode_width run; the rest are paused. A paused slot
-//    resumes exactly where it stopped: nothing of its memory or its sampler moves.
+//    their turn within their peer (a peer's first slot before anyone's second), then by
+//    admission order, and the first decode_width run; the rest are paused. So a peer with many
+//    requests in flight gives way to another peer of the same class, as a higher class does.
+//    A paused slot resumes exactly where it stopped: nothing of its memory or its sampler moves.
 //  - Prompts prefill in rank order, so an interactive prompt goes first.
 //  - While an interactive slot runs, or one is expected (interactive work was seen lately or
 //    the config grants it), the prompt chunks of lower classes share at most
@@ -23,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/request_class.h"
@@ -42,6 +45,7 @@ struct StepPolicyOptions {
 struct SlotView {
   size_t slot = 0;            // the worker's index
   RequestClass request_class = RequestClass::kNormal;
+  std::optional<uint32_t> peer_uid;  // whose it is (unknown: one peer of its own)
   uint64_t admitted = 0;      // admission order: lower came first
   bool generating = false;    // has a token to decode
   bool prefilling = false;    // has prompt tokens to prefill
@@ -64,10 +68,18 @@ struct StepChoice {
 // `step`: the number of the step about to run (for throttling).
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step);
 
-// Whether a job of class `c` may take a free sequence now, given the classes of the busy
-// slots: while fewer than decode_width slots of its class or higher are busy, it runs (a lower
-// one is paused for it if need be).
-bool MayAdmit(RequestClass c, const std::vector<RequestClass>& busy, size_t decode_width);
+// A busy slot, or a job about to take one, as admission sees it.
+struct Holder {
+  RequestClass request_class = RequestClass::kNormal;
+  std::optional<uint32_t> peer_uid;
+};
+
+// Whether a job may take one of `free_sequences` now, given who holds the busy ones: while
+// fewer than decode_width slots of its class or higher are busy (a lower one is paused for it
+// if need be); or, with a sequence left free for a higher class, while fewer than
+// decode_width would rank ahead of it in a step (ChooseStep: a peer's first slot before
+// another's second), so another peer's later slot of its class pauses for it.
+bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_width, size_t free_sequences);
 
 }  // namespace llmd::sched
 

@@ -86,13 +86,31 @@ TEST(StepPolicy, AThrottledDeviceRunsBackgroundWorkOneRoundInThePeriod) {
 }
 
 TEST(StepPolicy, AdmissionCountsOnlyTheBusySlotsOfTheSameClassOrHigher) {
-  const std::vector<RequestClass> four_background(4, kBackground);
-  EXPECT_TRUE(MayAdmit(kInteractive, four_background, 4));
-  EXPECT_TRUE(MayAdmit(kNormal, four_background, 4));
-  EXPECT_FALSE(MayAdmit(kBackground, four_background, 4));
-  EXPECT_FALSE(MayAdmit(kNormal, {kNormal, kInteractive}, 2));
-  EXPECT_TRUE(MayAdmit(kInteractive, {kNormal, kInteractive}, 2));
-  EXPECT_FALSE(MayAdmit(kInteractive, {kInteractive, kInteractive}, 2));
+  const std::vector<Holder> four_background(4, Holder{kBackground});
+  EXPECT_TRUE(MayAdmit({kInteractive}, four_background, 4, 1));
+  EXPECT_TRUE(MayAdmit({kNormal}, four_background, 4, 1));
+  EXPECT_FALSE(MayAdmit({kBackground}, four_background, 4, 1));
+  EXPECT_FALSE(MayAdmit({kNormal}, {{kNormal}, {kInteractive}}, 2, 1));
+  EXPECT_TRUE(MayAdmit({kInteractive}, {{kNormal}, {kInteractive}}, 2, 1));
+  EXPECT_FALSE(MayAdmit({kInteractive}, {{kInteractive}, {kInteractive}}, 2, 1));
+}
+
+TEST(StepPolicy, APeerBehindAnothersManyRequestsTakesASpareSequenceAndTheirNewestPauses) {
+  const std::vector<Holder> heavy(4, Holder{kNormal, 1000});
+  // One spare sequence is kept for a higher class; with two, the other peer takes one.
+  EXPECT_FALSE(MayAdmit({kNormal, 2000}, heavy, 4, 1));
+  EXPECT_TRUE(MayAdmit({kNormal, 2000}, heavy, 4, 2));
+  EXPECT_FALSE(MayAdmit({kNormal, 1000}, heavy, 4, 2)) << "the heavy peer's own fifth waits";
+  // Two peers with one slot each: a third peer's job would rank after both, beyond a width of 2.
+  EXPECT_FALSE(MayAdmit({kNormal, 3000}, {{kNormal, 1000}, {kNormal, 2000}}, 2, 2));
+  // In the step the newcomer's first slot goes before the heavy peer's second.
+  std::vector<SlotView> busy;
+  for (size_t i = 0; i < 4; ++i) busy.push_back({.slot = i, .request_class = kNormal, .peer_uid = 1000, .admitted = i, .generating = true});
+  busy.push_back({.slot = 4, .request_class = kNormal, .peer_uid = 2000, .admitted = 9, .prefilling = true});
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4}, 1);
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{4}));
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{3}));
 }
 
 }  // namespace
