@@ -1,6 +1,7 @@
 #include "common/request_class.h"
 
 #include <algorithm>
+#include <string>
 
 namespace llmd {
 
@@ -35,6 +36,28 @@ RequestClass ResolveClass(const std::vector<ClassRule>& rules, const PeerIdentit
   const RequestClass wanted = requested.value_or(rule.default_class);
   // Precedence runs from 0 (interactive): the ceiling is the lowest value a request may take.
   return std::max(wanted, rule.ceiling);
+}
+
+Result<BackgroundAction> ParseBackgroundAction(std::string_view text) {
+  for (BackgroundAction action : {BackgroundAction::kRun, BackgroundAction::kThrottle, BackgroundAction::kPause}) {
+    if (text == BackgroundActionName(action)) return action;
+  }
+  // Appended, not "'" + std::string(text): GCC 12 warns falsely (-Wrestrict) on that form.
+  std::string message = "'";
+  message.append(text).append("' is not a background action (must be run, throttle or pause)");
+  return InvalidArgumentError(std::move(message));
+}
+
+std::string_view BackgroundActionName(BackgroundAction action) {
+  switch (action) {
+    case BackgroundAction::kRun:
+      return "run";
+    case BackgroundAction::kThrottle:
+      return "throttle";
+    case BackgroundAction::kPause:
+      return "pause";
+  }
+  return "run";
 }
 
 }  // namespace llmd

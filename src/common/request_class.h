@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmd/result.h"
+
 namespace llmd {
 
 // Ordered by precedence: a lower value is served first. The values are the native protocol's.
@@ -47,6 +49,14 @@ struct PeerIdentity {
 // root peer) is the caller's to trust: pass a rule that allows interactive.
 RequestClass ResolveClass(const std::vector<ClassRule>& rules, const PeerIdentity& peer,
                           std::optional<RequestClass> requested);
+
+// What background requests do under a device condition (on battery, hot): run as usual, run
+// one step in a few (throttle), or wait with their memory kept (pause). Ordered by strictness.
+enum class BackgroundAction { kRun, kThrottle, kPause };
+
+// "run" | "throttle" | "pause" (the config's spelling); InvalidArgument names the allowed values.
+Result<BackgroundAction> ParseBackgroundAction(std::string_view text);
+std::string_view BackgroundActionName(BackgroundAction action);
 
 }  // namespace llmd
 

@@ -168,10 +168,9 @@ Status ParseTokenBudgets(const std::string& v, std::array<uint32_t, kRequestClas
   return Status::Ok();
 }
 
-Setter Action(std::string DaemonConfig::*field) {
+Setter Action(BackgroundAction DaemonConfig::*field) {
   return [=](DaemonConfig& c, const std::string& v) {
-    if (v != "run" && v != "throttle" && v != "pause") return Bad("must be run, throttle or pause");
-    c.*field = v;
+    LLMD_ASSIGN_OR_RETURN(c.*field, ParseBackgroundAction(v));
     return Status::Ok();
   };
 }
@@ -208,6 +207,23 @@ const std::vector<Key>& Keys() {
       {"memory_budget_mb", {"--memory-budget-mb"}, {"LLMD_MEMORY_BUDGET_MB"},
        "Memory the models (weights + KV cache) may take; 0: what is available at startup",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.memory_budget_mb, 0, 1ll << 40); }},
+      {"models_dir", {"--models-dir"}, {"LLMD_MODELS_DIR"},
+       "Writable models directory: its models (NAME.gguf, NAME.modelfile) load when a request names one; empty: off",
+       Str(&DaemonConfig::models_dir)},
+      {"system_models_dirs", {"--system-models-dirs"}, {"LLMD_SYSTEM_MODELS_DIRS"},
+       "Read-only models directories searched after models_dir, as dir[,dir...]",
+       [](DaemonConfig& c, const std::string& v) {
+         c.system_models_dirs = SplitList(v);
+         return Status::Ok();
+       }},
+      {"models_keep_alive", {"--models-keep-alive"}, {"LLMD_MODELS_KEEP_ALIVE"},
+       "How long a model loaded on demand stays loaded once idle (5m, 1h; 0: unload after each request; -1: never)",
+       [](DaemonConfig& c, const std::string& v) -> Status {
+         LLMD_ASSIGN_OR_RETURN(int64_t ms, ParseDurationMs(v));
+         if (ms > 366LL * 24 * 3600 * 1000) return Bad("must be at most a year (or -1: never)");
+         c.models_keep_alive_ms = ms < 0 ? -1 : ms;
+         return Status::Ok();
+       }},
       {"memory_floor_mb", {"--memory-floor-mb"}, {"LLMD_MEMORY_FLOOR_MB"},
        "Refuse new requests while less memory than this is available (cgroup limit or system); 0: never",
        [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.memory_floor_mb, 0, 1ll << 40); }},

@@ -25,6 +25,12 @@ struct DaemonConfig {
   std::vector<std::pair<std::string, std::string>> extra_models;  // name, path ("models")
   std::vector<std::string> embedding_models;  // names loaded for embeddings, not generation
   uint64_t memory_budget_mb = 0;     // 0: the memory available at startup
+  // Models on demand: the models directories (src/models), searched models_dir first. Their
+  // models are loaded when a request names one, within the memory budget. Empty: off.
+  std::string models_dir;                    // writable
+  std::vector<std::string> system_models_dirs;  // read-only
+  // How long an on-demand model stays loaded once idle (Ollama's default keep_alive); < 0: never.
+  int64_t models_keep_alive_ms = 5 * 60 * 1000;
   uint64_t memory_floor_mb = 64;     // refuse new work below this much available memory; 0: never
   std::string cpu_affinity = "auto"; // "auto" (fast cores on big.LITTLE), "none", or a CPU list
   // Guard cascade: the named model classifies every answer (when on) before it is sent.
@@ -100,8 +106,8 @@ struct DaemonConfig {
   // the last five minutes), the prompt tokens lower classes may prefill per step, together.
   uint32_t shared_prefill_tokens = 64;
   // What background work does on battery and when the device is hot: run, throttle, pause.
-  std::string background_on_battery = "throttle";
-  std::string background_when_hot = "throttle";
+  BackgroundAction background_on_battery = BackgroundAction::kThrottle;
+  BackgroundAction background_when_hot = BackgroundAction::kThrottle;
   uint32_t hot_celsius = 85;         // the hottest thermal zone at or above this is hot
   std::string sysfs_root = "/sys";   // where the battery and thermal state are read (tests: a fake tree)
   // Idle this long, a model frees its KV cache, recurrent states and scratch (the weights

@@ -132,8 +132,8 @@ TEST(Config, RequestClassRulesAndTheDeviceKeys) {
   EXPECT_EQ(rules[1].default_class, RequestClass::kBackground);
   EXPECT_EQ(rules[1].ceiling, RequestClass::kNormal);
   EXPECT_EQ(r->config.reserved_sequences, 2u);
-  EXPECT_EQ(r->config.background_on_battery, "pause");
-  EXPECT_EQ(r->config.background_when_hot, "throttle");
+  EXPECT_EQ(r->config.background_on_battery, BackgroundAction::kPause);
+  EXPECT_EQ(r->config.background_when_hot, BackgroundAction::kThrottle);
 
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"uid:1001", "is not uid:N=CLASS"},

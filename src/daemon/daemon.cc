@@ -227,9 +227,7 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   options.shared_prefill_tokens = c.shared_prefill_tokens;
   options.interactive_peers = std::ranges::any_of(
       c.request_classes, [](const ClassRule& rule) { return rule.ceiling == RequestClass::kInteractive; });
-  // Validated when the config was read.
-  const sched::BackgroundPolicy background{*sched::ParseBackgroundAction(c.background_on_battery),
-                                           *sched::ParseBackgroundAction(c.background_when_hot),
+  const sched::BackgroundPolicy background{c.background_on_battery, c.background_when_hot,
                                            static_cast<double>(c.hot_celsius)};
   options.background_mode = [monitor = device_monitor_.get(), background] {
     return sched::DecideBackground(background, monitor->Current());

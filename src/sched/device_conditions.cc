@@ -127,27 +127,6 @@ DeviceConditions ReadDeviceConditions(const std::string& sysfs_root) {
   return conditions;
 }
 
-Result<BackgroundAction> ParseBackgroundAction(std::string_view text) {
-  for (BackgroundAction action : {BackgroundAction::kRun, BackgroundAction::kThrottle, BackgroundAction::kPause}) {
-    if (text == BackgroundActionName(action)) return action;
-  }
-  // Appended, not "'" + std::string(text): GCC 12 warns falsely (-Wrestrict) on that form.
-  std::string message = "'";
-  message.append(text).append("' is not a background action (must be run, throttle or pause)");
-  return InvalidArgumentError(std::move(message));
-}
-
-std::string_view BackgroundActionName(BackgroundAction action) {
-  switch (action) {
-    case BackgroundAction::kRun:
-      return "run";
-    case BackgroundAction::kThrottle:
-      return "throttle";
-    case BackgroundAction::kPause:
-      return "pause";
-  }
-  return "run";
-}
 
 BackgroundAction DecideBackground(const BackgroundPolicy& policy, const DeviceConditions& conditions) {
   BackgroundAction action = BackgroundAction::kRun;

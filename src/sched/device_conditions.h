@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "common/clock.h"
+#include "common/request_class.h"
 #include "llmd/result.h"
 
 namespace llmd::sched {
@@ -35,13 +36,8 @@ struct DeviceConditions {
 // Peripheral batteries (scope "Device": a wireless mouse) are not the system's and are ignored.
 DeviceConditions ReadDeviceConditions(const std::string& sysfs_root = "/sys");
 
-// What background work does under a condition. Ordered by strictness: a stricter action wins.
-// Throttle: the scheduler gives background work at most one decode step in N.
-enum class BackgroundAction { kRun, kThrottle, kPause };
-
-// "run" | "throttle" | "pause" (the config's spelling); InvalidArgument names the allowed values.
-Result<BackgroundAction> ParseBackgroundAction(std::string_view text);
-std::string_view BackgroundActionName(BackgroundAction action);
+// BackgroundAction (common/request_class.h): what background work does under a condition;
+// a stricter action wins.
 
 struct BackgroundPolicy {
   BackgroundAction on_battery = BackgroundAction::kRun;
