@@ -29,4 +29,9 @@ std::vector<std::vector<engine::DecodeItem>> ShapeStableCalls(const std::vector<
   return calls;
 }
 
+void OrderBySequence(std::vector<engine::DecodeItem>* items) {
+  std::stable_sort(items->begin(), items->end(),
+                   [](const engine::DecodeItem& a, const engine::DecodeItem& b) { return a.sequence < b.sequence; });
+}
+
 }  // namespace llmd::sched

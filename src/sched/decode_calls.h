@@ -19,6 +19,14 @@ namespace llmd::sched {
 std::vector<std::vector<engine::DecodeItem>> ShapeStableCalls(const std::vector<engine::DecodeItem>& items,
                                                              size_t piece_tokens);
 
+// Orders a call's items by sequence id, each sequence's own items keeping their order. Where
+// each sequence has a KV stream of its own, llama.cpp puts only sequences with consecutive,
+// increasing ids in one micro-batch (llama_batch_allocr::split_equal, sequential): a call of
+// one token for each of sequences 2, 0, 3, 1 runs as four micro-batches, each reading all the
+// weights for one token (a matrix-vector product instead of one matrix product); sorted, it
+// runs as one.
+void OrderBySequence(std::vector<engine::DecodeItem>* items);
+
 }  // namespace llmd::sched
 
 #endif  // LLMD_SCHED_DECODE_CALLS_H_

@@ -55,5 +55,13 @@ TEST(ShapeStableCalls, SequencesOfOneLengthShareACallOnlyWhileOnePieceHoldsThem)
 
 TEST(ShapeStableCalls, NothingInNothingOut) { EXPECT_TRUE(ShapeStableCalls({}, 512).empty()); }
 
+TEST(OrderBySequence, SortsBySequenceAndKeepsEachSequencesOwnOrder) {
+  std::vector<DecodeItem> items = {{2, 7, 70, true}, {0, 3, 30, false}, {2, 8, 80, true}, {1, 5, 50, true}, {0, 4, 40, true}};
+  OrderBySequence(&items);
+  std::vector<std::pair<int32_t, int32_t>> order;
+  for (const auto& item : items) order.emplace_back(item.sequence, item.position);
+  EXPECT_EQ(order, (std::vector<std::pair<int32_t, int32_t>>{{0, 3}, {0, 4}, {1, 5}, {2, 7}, {2, 8}}));
+}
+
 }  // namespace
 }  // namespace llmd::sched

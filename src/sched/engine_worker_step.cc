@@ -99,6 +99,7 @@ bool EngineWorker::Step() {
   } else {
     calls.push_back(std::move(batch));
   }
+  for (auto& call : calls) OrderBySequence(&call);
   bool failed = false;
   for (const auto& call : calls) {
     if (Status st = DecodeFreeingPausedMemory(call); !st.ok()) {
