@@ -35,6 +35,30 @@ TEST(Config, DefaultsAreTheSeedsTable) {
   EXPECT_EQ(c.rate_limit, 100u);
 }
 
+TEST(Config, ModelsDirectoriesAndTheirKeepAlive) {
+  auto off = Parse({"--model", "m.gguf"});
+  ASSERT_TRUE(off.has_value()) << off.error().ToString();
+  EXPECT_TRUE(off->config.models_dir.empty()) << "off by default";
+  EXPECT_TRUE(off->config.system_models_dirs.empty());
+  EXPECT_EQ(off->config.models_keep_alive_ms, 5 * 60 * 1000) << "Ollama's default";
+  std::string toml = WriteToml("model_path = \"m.gguf\"\nmodels_dir = \"/var/lib/llmd/models\"\n"
+                               "system_models_dirs = [\"/usr/share/llmd/models\", \"/opt/models\"]\n"
+                               "models_keep_alive = \"90s\"\n");
+  auto r = Parse({"--config", toml});
+  ::unlink(toml.c_str());
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->config.models_dir, "/var/lib/llmd/models");
+  EXPECT_EQ(r->config.system_models_dirs, (std::vector<std::string>{"/usr/share/llmd/models", "/opt/models"}));
+  EXPECT_EQ(r->config.models_keep_alive_ms, 90000);
+  auto never = Parse({"--model", "m.gguf"}, {{"LLMD_MODELS_KEEP_ALIVE", "-1"}});
+  ASSERT_TRUE(never.has_value()) << never.error().ToString();
+  EXPECT_EQ(never->config.models_keep_alive_ms, -1);
+  auto zero = Parse({"--model", "m.gguf", "--models-keep-alive", "0"});
+  ASSERT_TRUE(zero.has_value()) << zero.error().ToString();
+  EXPECT_EQ(zero->config.models_keep_alive_ms, 0);
+  EXPECT_FALSE(Parse({"--model", "m.gguf", "--models-keep-alive", "soon"}).has_value());
+}
+
 TEST(Config, LayersApplyInOrderDefaultsTomlCliEnv) {
   std::string toml = WriteToml("model_path = \"from-toml.gguf\"\ntemperature = 0.2\ntop_k = 10\n"
                                "max_new_tokens = 100\nallowed_uids = [1000, 1001]\n");

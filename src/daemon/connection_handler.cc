@@ -109,7 +109,7 @@ Response StatsResponse(const ServerContext& ctx) {
 }
 
 Response HealthResponse(const ServerContext& ctx) {
-  sched::EngineWorker* worker = ctx.WorkerFor(std::nullopt);
+  const sched::WorkerRef worker = ctx.WorkerFor(std::nullopt);
   sched::HealthSnapshot h = worker != nullptr ? worker->health() : sched::HealthSnapshot{};
   Response r;
   r.type = Response::Type::kHealth;
@@ -227,7 +227,8 @@ class Handler {
       case Request::Type::kModels: {
         Response r;
         r.type = Response::Type::kModels;
-        for (const auto& [name, w] : ctx_.models()) r.models.push_back(name);
+        // Every model that can be served, loaded or not (models on demand load when named).
+        for (const auto& m : ctx_.available()) r.models.push_back(m.name);
         return Send(r);
       }
     }

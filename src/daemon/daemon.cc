@@ -19,6 +19,7 @@
 #include "daemon/sd_notify.h"
 #include "engine/cpu_placement.h"
 #include "engine/llama/llama_engine.h"
+#include "engine/placement_plan.h"
 #include "format/model_file.h"
 #include "sched/warm_up.h"
 
@@ -147,6 +148,36 @@ Daemon::~Daemon() {
   if (reload_thread_.joinable()) reload_thread_.join();
 }
 
+// Exiting when idle is safe only where something starts llmd again for the next client and
+// keeps its connection meanwhile: systemd, holding every socket llmd serves.
+static Status CheckIdleExit(const config::DaemonConfig& c) {
+  if (c.idle_exit_after_ms <= 0) return Status::Ok();
+  if (!transport::UnixListener::PassedBySystemd()) {
+    return InvalidArgumentError("idle_exit_after needs socket activation (systemd passing the socket, LISTEN_FDS; "
+                                "see packaging/systemd/llmd.socket): without it nothing would start llmd again");
+  }
+  if (!config::HttpSocketPath(c).empty() || !c.http_listen.empty() || !c.ollama_listen.empty()) {
+    return InvalidArgumentError("idle_exit_after: the HTTP API listens on sockets of its own, which would go away "
+                                "while llmd is stopped; set http_socket = \"off\" (and no http_listen or "
+                                "ollama_listen), or idle_exit_after = 0");
+  }
+  return Status::Ok();
+}
+
+// Models on demand: the directories' models are listed now and loaded when asked for.
+Status Daemon::WatchModelDirectories() {
+  const config::DaemonConfig& c = parsed_.config;
+  if (c.models_dir.empty() && c.system_models_dirs.empty()) return Status::Ok();
+  std::vector<models::ModelDirectory> dirs = models::ModelDirectories(c.models_dir, c.system_models_dirs);
+  std::vector<std::string> paths;
+  paths.reserve(dirs.size());
+  for (const auto& d : dirs) paths.push_back(d.path);
+  catalog_ = std::make_unique<models::Catalog>(std::move(dirs));
+  Rescan();
+  LLMD_ASSIGN_OR_RETURN(watcher_, models::DirWatcher::Start(paths, [this](const models::DirChanges&) { Rescan(); }));
+  return Status::Ok();
+}
+
 Status Daemon::Start() {
   const config::DaemonConfig& c = parsed_.config;
   auto started = RealClock::Get().NowMs();
@@ -178,25 +209,23 @@ Status Daemon::Start() {
     return ResourceExhaustedError("the models' files alone take " + std::to_string(files_mib) +
                                   " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB");
   }
-  // Exiting when idle is safe only where something starts llmd again for the next client and
-  // keeps its connection meanwhile: systemd, holding every socket llmd serves.
-  if (c.idle_exit_after_ms > 0) {
-    if (!transport::UnixListener::PassedBySystemd()) {
-      return InvalidArgumentError("idle_exit_after needs socket activation (systemd passing the socket, LISTEN_FDS; "
-                                  "see packaging/systemd/llmd.socket): without it nothing would start llmd again");
-    }
-    if (!config::HttpSocketPath(c).empty() || !c.http_listen.empty() || !c.ollama_listen.empty()) {
-      return InvalidArgumentError("idle_exit_after: the HTTP API listens on sockets of its own, which would go away "
-                                  "while llmd is stopped; set http_socket = \"off\" (and no http_listen or "
-                                  "ollama_listen), or idle_exit_after = 0");
-    }
+  LLMD_RETURN_IF_ERROR(CheckIdleExit(c));
+  {
+    std::lock_guard<std::mutex> lock(config_mu_);
+    base_config_ = c;
   }
+  registry_ = std::make_unique<ModelRegistry>(
+      budget_mib << 20, [this](const ModelSource& source) { return LoadModel(source); },
+      [this](const ModelSource& source) { return EstimateModel(source); });
+  ctx_->set_registry(registry_.get());
   // HTTP first, so /health can say "loading" while the models load.
   LLMD_ASSIGN_OR_RETURN(http_, HttpFrontend::Start(c, *ctx_, *policy_));
   LLMD_RETURN_IF_ERROR(LoadModels(models, budget_mib));
   if (!c.guard_model.empty() && ctx_->WorkerFor(c.guard_model) == nullptr) {
     return InvalidArgumentError("guard_model '" + c.guard_model + "' is not a loaded model (" + ctx_->ModelNames() + ")");
   }
+  LLMD_RETURN_IF_ERROR(WatchModelDirectories());
+  registry_->Start();
   transport::ListenOptions lo;
   lo.path = c.socket_path;
   lo.mode = c.socket_mode;
@@ -214,8 +243,7 @@ Status Daemon::Start() {
   return Status::Ok();
 }
 
-// Loads, warms up and starts a worker for each model, within the memory budget.
-Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>& models, uint64_t budget_mib) {
+sched::WorkerOptions Daemon::BaseWorkerOptions() const {
   const config::DaemonConfig& c = parsed_.config;
   sched::WorkerOptions options;
   options.queue_depth = c.queue_depth;
@@ -240,6 +268,70 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
     // An idle engine thread must show life well within the half-interval Run() checks.
     options.idle_heartbeat = std::chrono::milliseconds(std::clamp<int64_t>(watchdog_ms / 4, 10, 1000));
   }
+  return options;
+}
+
+Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
+  // The settings now (a reload may have changed them), with the models found on disk.
+  const std::shared_ptr<const config::DaemonConfig> current = ctx_->config();
+  const config::DaemonConfig& c = *current;
+  const std::string& name = source.name;
+  LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, source.path));
+  // The pre-check before llama.cpp sees a byte (a file changed since the scan included).
+  LLMD_RETURN_IF_ERROR(format::InspectModelFile(source.path).error());
+  LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
+  const sched::WorkerOptions options = BaseWorkerOptions();
+  const engine::ModelInfo info = engine->model_info();
+  const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;
+  uint64_t compute_bytes = 0;
+  for (const auto& d : info.placement) compute_bytes += d.compute_bytes;
+  // Reserved bytes: KV pages are committed only as tokens use them, but a full context
+  // must still fit.
+  LoadedModel loaded;
+  loaded.bytes = info.file_bytes + info.kv_cache_bytes + compute_bytes + checkpoint_bytes;
+  Log(LogLevel::kInfo, "model_loaded",
+      {{"name", name}, {"model", info.description}, {"load_ms", Ms(info.load_ms)},
+       {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
+       {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
+       {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
+       {"template", info.has_chat_template ? "model" : "chatml"},
+       {"speculative", std::string(engine::SpeculativeModeName(info.speculative.mode))},
+       {"draft_max", std::to_string(info.speculative.draft_max)}});
+  LogPlacement(name, info);
+  if (name == c.guard_model) {
+    // A grammar that does not parse would fail every request: refuse it now.
+    engine::SamplingParams check = engine::SamplingParams::Greedy();
+    check.grammar = c.guard_grammar;
+    LLMD_RETURN_IF_ERROR(engine->NewSampler(check, {}).error().WithContext("guard_grammar"));
+  }
+  sched::WorkerOptions model_options = options;  // the guard and embedding models have no chat to pin
+  if (name == c.guard_model || config::IsEmbeddingModel(c, name)) model_options.pinned_system_prompts.clear();
+  loaded.worker = std::make_shared<sched::EngineWorker>(std::move(engine), model_options);
+  // The pinned prompts' states stay in host memory for the worker's life.
+  loaded.bytes += loaded.worker->stats().pinned_bytes;
+  return loaded;
+}
+
+uint64_t Daemon::EstimateModel(const ModelSource& source) const {
+  auto file = format::InspectModelFile(source.path);
+  if (!file.has_value()) return 0;  // the load fails on it, with the reason
+  const config::DaemonConfig& c = parsed_.config;
+  if (file->format != format::ModelFormat::kGguf) return file->file_bytes;
+  const std::string& kv = c.engine.kv_cache_type;
+  const double kv_bytes = kv == "q8_0" ? 34.0 / 32 : kv == "q4_0" ? 18.0 / 32 : kv == "f32" ? 4.0 : 2.0;
+  const uint32_t sequences =
+      source.embedding ? 1u : static_cast<uint32_t>(std::min<int32_t>(64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences)));
+  const engine::ModelFootprint footprint = engine::ModelFootprint::FromGguf(
+      file->gguf, static_cast<uint32_t>(c.engine.context_tokens), sequences, kv_bytes,
+      static_cast<uint32_t>(std::min(c.engine.batch_tokens, 512)), sequences, c.engine.flash_attention != "off");
+  uint64_t bytes = file->file_bytes + footprint.compute_bytes + footprint.logits_bytes;
+  for (uint64_t b : footprint.layer_memory_bytes) bytes += b;
+  return bytes;
+}
+
+// Loads, warms up and starts a worker for each configured model, within the memory budget.
+Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>& models, uint64_t budget_mib) {
+  const config::DaemonConfig& c = parsed_.config;
   uint64_t used_mib = 0;
   for (const auto& [key, names] : {std::pair{"embedding_models", &c.embedding_models}, std::pair{"thinking_models", &c.thinking_models}}) {
     for (const auto& name : *names) {
@@ -248,61 +340,79 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
       }
     }
   }
+  const std::string default_name = config::DefaultModelName(c);
   for (const auto& [name, path] : models) {
-    LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, path));
-    LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
-    const engine::ModelInfo info = engine->model_info();
-    const uint64_t checkpoint_bytes = info.memory.state_checkpoints ? options.checkpoint_budget_bytes : 0;
-    uint64_t compute_bytes = 0;
-    for (const auto& d : info.placement) compute_bytes += d.compute_bytes;
-    // Reserved bytes: KV pages are committed only as tokens use them, but a full context
-    // must still fit.
-    used_mib += (info.file_bytes + info.kv_cache_bytes + compute_bytes + checkpoint_bytes) >> 20;
-    Log(LogLevel::kInfo, "model_loaded",
-        {{"name", name}, {"model", info.description}, {"load_ms", Ms(info.load_ms)},
-         {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
-         {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
-         {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
-         {"template", info.has_chat_template ? "model" : "chatml"},
-         {"speculative", std::string(engine::SpeculativeModeName(info.speculative.mode))},
-         {"draft_max", std::to_string(info.speculative.draft_max)}});
-    LogPlacement(name, info);
+    ModelSource source;
+    source.name = name;
+    source.path = path;
+    source.embedding = config::IsEmbeddingModel(c, name);
+    source.configured = true;
+    source.pinned = name == default_name || name == c.guard_model;
+    source.keep_alive_ms = -1;  // configured models stay (unless a request says otherwise)
+    LLMD_ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(source));
+    used_mib += loaded.bytes >> 20;
     if (budget_mib > 0 && used_mib > budget_mib) {
       return ResourceExhaustedError("model '" + name + "' brings the weights, KV caches, compute scratch and checkpoints to " +
-                                    std::to_string(used_mib) + " MiB, over the memory budget of " +
-                                    std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted");
+                                    std::to_string(used_mib) + " MiB (pinned prompts included), over the memory budget of " +
+                                    std::to_string(budget_mib) + " MiB (memory_budget_mb); nothing is evicted at startup");
     }
-    if (name == c.guard_model) {
-      // A grammar that does not parse would fail every request: refuse it now.
-      engine::SamplingParams check = engine::SamplingParams::Greedy();
-      check.grammar = c.guard_grammar;
-      LLMD_RETURN_IF_ERROR(engine->NewSampler(check, {}).error().WithContext("guard_grammar"));
-    }
-    sched::WorkerOptions model_options = options;  // the guard and embedding models have no chat to pin
-    if (name == c.guard_model || config::IsEmbeddingModel(c, name)) model_options.pinned_system_prompts.clear();
-    auto worker = std::make_unique<sched::EngineWorker>(std::move(engine), model_options);
-    // The pinned prompts' states stay in host memory for the daemon's life.
-    used_mib += worker->stats().pinned_bytes >> 20;
-    if (budget_mib > 0 && used_mib > budget_mib) {
-      return ResourceExhaustedError("the pinned prompts of model '" + name + "' bring the memory to " + std::to_string(used_mib) +
-                                    " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB (memory_budget_mb)");
-    }
-    ctx_->AddModel(name, worker.get());
-    workers_.emplace_back(name, std::move(worker));
+    registry_->AddConfigured(std::move(source), std::move(loaded));
   }
   Log(LogLevel::kInfo, "memory_planned", {{"memory_mib", std::to_string(used_mib)}, {"budget_mib", std::to_string(budget_mib)}});
   return Status::Ok();
+}
+
+void Daemon::Rescan() {
+  models::CatalogScan scan = catalog_->Scan();
+  for (const Status& s : scan.directory_errors) Log(LogLevel::kWarn, "models_dir_unreadable", {{"error", s.ToString()}});
+  std::vector<ModelSource> sources;
+  std::vector<std::string> embedding;
+  const int64_t keep_alive_ms = parsed_.config.models_keep_alive_ms;
+  for (const models::CatalogEntry& e : scan.entries) {
+    if (!e.usable()) {
+      Log(LogLevel::kDebug, "model_unusable", {{"name", e.name}, {"path", e.source_path}, {"error", e.error.ToString()}});
+      continue;
+    }
+    ModelSource source;
+    source.name = e.name;
+    source.path = e.gguf_path;
+    source.embedding = e.embedding;
+    source.keep_alive_ms = keep_alive_ms;
+    if (e.embedding) embedding.push_back(e.name);
+    sources.push_back(std::move(source));
+  }
+  Log(LogLevel::kInfo, "models_scanned", {{"usable", std::to_string(sources.size())},
+                                          {"listed", std::to_string(scan.entries.size())}});
+  {
+    std::lock_guard<std::mutex> lock(config_mu_);
+    found_embedding_ = std::move(embedding);
+  }
+  // The settings first: a model found to serve embeddings is one before it can be asked for.
+  PublishConfig(base_config_);
+  registry_->SetDiscovered(std::move(sources));
+}
+
+void Daemon::PublishConfig(const config::DaemonConfig& base) {
+  std::lock_guard<std::mutex> lock(config_mu_);
+  if (&base != &base_config_) base_config_ = base;
+  auto effective = std::make_shared<config::DaemonConfig>(base_config_);
+  for (const std::string& name : found_embedding_) {
+    if (!config::IsEmbeddingModel(*effective, name)) effective->embedding_models.push_back(name);
+  }
+  ctx_->set_config(std::move(effective));
 }
 
 int Daemon::Run() {
   if (Status s = Start(); !s.ok()) {
     Log(LogLevel::kError, "startup_failed", {{"error", s.ToString()}});
     Notify("STATUS=startup failed: " + s.message());
-    for (auto& [name, w] : workers_) w->Stop();
+    if (watcher_) watcher_->Stop();
+    if (registry_) registry_->Stop();
     if (ctx_) ctx_->set_stopping();
     if (accept_thread_.joinable()) accept_thread_.join();
     handlers_.JoinAll();
     if (http_) http_->Stop();
+    if (registry_) registry_->Clear();
     return 1;
   }
   sigset_t set;
@@ -322,7 +432,8 @@ int Daemon::Run() {
     // The watchdog pings only while the engine thread shows progress, so a hung engine
     // (not just a live accept loop) gets the daemon restarted.
     const int64_t now = RealClock::Get().NowMs();
-    bool all_alive = std::all_of(workers_.begin(), workers_.end(), [&](const auto& w) {
+    const sched::ModelList loaded = ctx_->models();
+    bool all_alive = std::all_of(loaded.begin(), loaded.end(), [&](const auto& w) {
       return now - w.second->last_progress_ms() < watchdog_ms / 2;
     });
     if (watchdog_ms > 0 && all_alive) {
@@ -437,7 +548,7 @@ void Daemon::Reload() {
   reload_thread_ = std::thread([this] {
     auto parsed = config::ParseConfig(sources_);
     Status status = parsed.error();
-    std::vector<std::pair<sched::EngineWorker*, std::unique_ptr<engine::Engine>>> loaded;
+    std::vector<std::pair<sched::WorkerRef, std::unique_ptr<engine::Engine>>> loaded;
     if (status.ok()) {
       auto models = ModelList(parsed->config);
       status = models.error();
@@ -445,11 +556,14 @@ void Daemon::Reload() {
       for (size_t i = 0; status.ok() && i < models->size(); ++i) {
         const std::string& name = (*models)[i].first;
         const std::string& path = (*models)[i].second;
-        auto it = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w.first == name; });
-        if (it == workers_.end()) {
+        const std::optional<ModelSource> known = registry_->Find(name);
+        if (!known || !known->configured) {
           status = InvalidArgumentError("model '" + name + "' is new; adding or removing models needs a restart");
           break;
         }
+        // A configured model unloaded now loads with the new settings when next asked for.
+        sched::WorkerRef worker = ctx_->WorkerFor(name);
+        if (worker == nullptr) continue;
         auto one = ModelConfig(parsed->config, name, path);
         if (!one.has_value()) {
           status = one.error();
@@ -457,13 +571,13 @@ void Daemon::Reload() {
         }
         auto engine = LoadEngine(*one);
         if (!engine.has_value()) status = engine.error().WithContext("model '" + name + "'");
-        else loaded.emplace_back(it->second.get(), std::move(*engine));
+        else loaded.emplace_back(std::move(worker), std::move(*engine));
       }
     }
     if (status.ok()) {
       WarnOfSyntheticAcceptance(parsed->config);
       for (auto& [worker, engine] : loaded) worker->SwapEngine(std::move(engine));
-      ctx_->set_config(std::make_shared<const config::DaemonConfig>(parsed->config));
+      PublishConfig(parsed->config);
     }
     if (status.ok()) {
       Log(LogLevel::kInfo, "reloaded", {{"model", parsed->config.engine.model_path}});
@@ -480,14 +594,15 @@ void Daemon::Shutdown() {
   ctx_->set_stopping();
   if (accept_thread_.joinable()) accept_thread_.join();
   listener_->Close();  // no new connections; the socket node is gone
-  for (auto& [name, w] : workers_) w->Stop();  // in-flight and queued requests get their final frame
+  if (watcher_) watcher_->Stop();  // no more rescans
+  registry_->Stop();  // no more loads; in-flight and queued requests get their final frame
   waiting_.clear();  // closes them
   if (http_) http_->Stop();
   // Each handler sees the stopping flag or its job's final event and returns within its
   // write deadline; all are joined before the workers they use go away.
   handlers_.JoinAll();
   if (reload_thread_.joinable()) reload_thread_.join();
-  workers_.clear();
+  registry_->Clear();
   Log(LogLevel::kInfo, "stopped");
 }
 

@@ -11,12 +11,16 @@
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "common/handler_threads.h"
 #include "config/config.h"
 #include "daemon/http_frontend.h"
+#include "daemon/model_registry.h"
 #include "daemon/server_context.h"
+#include "models/catalog.h"
+#include "models/dir_watcher.h"
 #include "sched/device_conditions.h"
 #include "sched/memory_guard.h"
 #include "transport/frame_connection.h"
@@ -41,6 +45,18 @@ class Daemon {
  private:
   Status Start();
   Status LoadModels(const std::vector<std::pair<std::string, std::string>>& models, uint64_t budget_mib);
+  // The worker options every model shares.
+  sched::WorkerOptions BaseWorkerOptions() const;
+  // Loads one model (pre-check, engine, warm-up, worker) with the current settings, and what
+  // the budget counts for it: startup and the registry's loader thread.
+  Result<LoadedModel> LoadModel(const ModelSource& source);
+  // What a model should take once loaded, from its file (the registry's estimate).
+  uint64_t EstimateModel(const ModelSource& source) const;
+  // Models on demand: scans the models directories into the registry (startup and the
+  // watcher's thread), and publishes the settings with the found embedding models.
+  void Rescan();
+  Status WatchModelDirectories();
+  void PublishConfig(const config::DaemonConfig& base);
   void AcceptLoop();
   void Admit(int fd, const transport::PeerCred& peer);
   void ServeWaiting();
@@ -55,7 +71,13 @@ class Daemon {
   std::unique_ptr<ServerContext> ctx_;                // uses rate_limiter_
   std::unique_ptr<sched::MemoryGuard> memory_guard_;  // before workers_: outlives them
   std::unique_ptr<sched::DeviceConditionsMonitor> device_monitor_;  // likewise
-  std::vector<std::pair<std::string, std::unique_ptr<sched::EngineWorker>>> workers_;
+  // The models, loaded or not; owns the workers. Set before HTTP starts, freed last.
+  std::unique_ptr<ModelRegistry> registry_;
+  std::unique_ptr<models::Catalog> catalog_;       // models on demand; null when off
+  std::unique_ptr<models::DirWatcher> watcher_;    // likewise; stopped before the registry
+  std::mutex config_mu_;                           // the two below: watcher and reload threads
+  config::DaemonConfig base_config_;               // the settings as read (before found models)
+  std::vector<std::string> found_embedding_;       // embedding models found on disk
   std::unique_ptr<transport::UnixListener> listener_;
   std::unique_ptr<HttpFrontend> http_;  // after workers_: destroyed (stopped) before them
   std::thread accept_thread_;

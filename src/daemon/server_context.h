@@ -2,8 +2,9 @@
 // the settings, the loaded models, readiness and shutdown flags, the rate limiter and the
 // request counters. Built and owned by the Daemon.
 //
-// Thread-safety: every method is thread-safe. The model list is fixed before ready() turns
-// true; the settings are replaced whole on reload.
+// Thread-safety: every method is thread-safe. The models are the ModelRegistry's (loaded and
+// unloaded while serving); the settings are replaced whole on reload and when the models
+// directories change.
 #ifndef LLMD_DAEMON_SERVER_CONTEXT_H_
 #define LLMD_DAEMON_SERVER_CONTEXT_H_
 
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/model_registry.h"
 #include "sched/server_state.h"
 
 namespace llmd::daemon {
@@ -32,9 +34,17 @@ class ServerContext final : public sched::ServerState {
     config_ = std::move(config);
   }
 
-  const std::vector<std::pair<std::string, sched::EngineWorker*>>& models() const override { return models_; }
-  // Startup only, before set_ready().
-  void AddModel(std::string name, sched::EngineWorker* worker) { models_.emplace_back(std::move(name), worker); }
+  sched::ModelList models() const override { return registry_ != nullptr ? registry_->Loaded() : sched::ModelList(); }
+  std::vector<sched::AvailableModel> available() const override {
+    return registry_ != nullptr ? registry_->Available() : std::vector<sched::AvailableModel>();
+  }
+  Result<sched::WorkerRef> Acquire(const std::optional<std::string>& name, int64_t wait_ms,
+                                   std::optional<int64_t> keep_alive_ms) override {
+    if (registry_ == nullptr) return sched::ServerState::Acquire(name, wait_ms, keep_alive_ms);
+    return registry_->Acquire(name, wait_ms, keep_alive_ms);
+  }
+  // Startup, before any front end starts; `registry` outlives this context's users.
+  void set_registry(ModelRegistry* registry) { registry_ = registry; }
 
   bool ready() const override { return ready_.load(); }
   void set_ready() { ready_ = true; }
@@ -51,7 +61,7 @@ class ServerContext final : public sched::ServerState {
  private:
   mutable std::mutex config_mu_;
   std::shared_ptr<const config::DaemonConfig> config_;  // guarded by config_mu_
-  std::vector<std::pair<std::string, sched::EngineWorker*>> models_;
+  ModelRegistry* registry_ = nullptr;  // set before any front end starts
   sched::RateLimiter& rate_limiter_;
   sched::RequestCounters requests_;
   std::atomic<bool> ready_{false};

@@ -19,7 +19,7 @@ class TestState final : public sched::ServerState {
  public:
   TestState() : config_(std::make_shared<config::DaemonConfig>()), rate_limiter_(1000, RealClock::Get()) {}
   std::shared_ptr<const config::DaemonConfig> config() const override { return config_; }
-  const std::vector<std::pair<std::string, sched::EngineWorker*>>& models() const override { return models_; }
+  sched::ModelList models() const override { return models_; }
   bool ready() const override { return ready_; }
   bool stopping() const override { return false; }
   void RequestShutdown() override {}
@@ -35,7 +35,7 @@ class TestState final : public sched::ServerState {
 
  private:
   std::shared_ptr<config::DaemonConfig> config_;
-  std::vector<std::pair<std::string, sched::EngineWorker*>> models_;
+  sched::ModelList models_;
   sched::RateLimiter rate_limiter_;
   sched::RequestCounters requests_;
 };

@@ -143,13 +143,14 @@ ExchangeEnv ServerEnv(sched::ServerState& state, const Request& request, Respond
   env.class_header = request.header(kRequestClassHeader);
   env.deadline_header = request.header(kDeadlineHeader);
   env.config = state.config();
-  env.default_model = state.models().empty() ? std::string() : state.models().front().first;
+  const std::vector<sched::AvailableModel> available = state.available();
+  env.default_model = available.empty() ? std::string() : available.front().name;
   env.peer_fd = out.fd();
   env.run = [&state](sched::RunRequest request) { return sched::RequestRunner(state).Run(std::move(request)); };
   env.start_thread = [&out](const std::function<void()>& task) { return out.StartThread(task); };
   env.detokenize = [&state](const std::optional<std::string>& model,
                             const std::vector<engine::TokenId>& tokens) -> Result<std::string> {
-    sched::EngineWorker* worker = state.WorkerFor(model);
+    const sched::WorkerRef worker = state.WorkerFor(model);
     if (worker == nullptr) return NotFoundError("no such model");
     return worker->Detokenize(tokens, /*render_special=*/false);
   };

@@ -341,7 +341,9 @@ TEST(Exchange, OpenAiStreamsRoleThenDeltasThenTheCallThenTheFinish) {
     if (d.contains("tool_calls")) {
       EXPECT_TRUE(reasoning == "hmm" && content == "Hello ") << "the call comes after the text";
       arguments += d["tool_calls"][0]["function"]["arguments"].get<std::string>();
-      if (d["tool_calls"][0].contains("id")) EXPECT_TRUE(d["tool_calls"][0]["id"].get<std::string>().starts_with("call_"));
+      if (d["tool_calls"][0].contains("id")) {
+        EXPECT_TRUE(d["tool_calls"][0]["id"].get<std::string>().starts_with("call_"));
+      }
     }
     if (c["finish_reason"].is_string()) finish = c["finish_reason"];
   }

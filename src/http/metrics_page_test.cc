@@ -18,10 +18,10 @@ class OneModel final : public sched::ServerState {
       : config_(std::make_shared<config::DaemonConfig>()),
         worker_(std::make_unique<engine::FakeEngine>(), sched::WorkerOptions()),
         rate_limiter_(100, RealClock::Get()) {
-    models_.emplace_back("m", &worker_);
+    models_.emplace_back("m", sched::WorkerRef(&worker_, [](sched::EngineWorker*) {}));  // not owned
   }
   std::shared_ptr<const config::DaemonConfig> config() const override { return config_; }
-  const std::vector<std::pair<std::string, sched::EngineWorker*>>& models() const override { return models_; }
+  sched::ModelList models() const override { return models_; }
   bool ready() const override { return true; }
   bool stopping() const override { return false; }
   void RequestShutdown() override {}
@@ -34,7 +34,7 @@ class OneModel final : public sched::ServerState {
  private:
   std::shared_ptr<config::DaemonConfig> config_;
   sched::EngineWorker worker_;
-  std::vector<std::pair<std::string, sched::EngineWorker*>> models_;
+  sched::ModelList models_;
   sched::RateLimiter rate_limiter_;
   sched::RequestCounters requests_;
 };

@@ -47,16 +47,16 @@ Status RequestDispatcher::StoppingOr(const Status& error) const {
 
 Result<ModelRoute> RequestDispatcher::Resolve(const RunRequest& r) const {
   ModelRoute route;
-  route.worker = state_.WorkerFor(r.model);
-  if (route.worker == nullptr) {
-    const std::string what = r.model ? "unknown model '" + *r.model + "'" : "no model is loaded";
-    return NotFoundError(what + "; loaded: " + state_.ModelNames()).WithReason(ErrorReason::kUnknownModel);
-  }
+  if (state_.stopping()) return ShuttingDownError();
+  LLMD_ASSIGN_OR_RETURN(route.worker, state_.Acquire(r.model, r.timeout_ms, r.job.keep_alive_ms));
   if (r.guard) {
-    route.guard = state_.WorkerFor(state_.config()->guard_model);
-    if (route.guard == nullptr) {
+    const std::string guard_model = state_.config()->guard_model;
+    auto guard = guard_model.empty() ? Result<WorkerRef>(WorkerRef())
+                                     : state_.Acquire(guard_model, r.timeout_ms, std::nullopt);
+    if (!guard.has_value() || *guard == nullptr) {
       return InvalidArgumentError("the guard cascade needs guard_model to name a loaded model");
     }
+    route.guard = *guard;
   }
   if (state_.stopping()) return ShuttingDownError();
   return route;

@@ -21,10 +21,11 @@
 
 namespace llmd::sched {
 
-// The workers a request runs on.
+// The workers a request runs on, held (ServerState::Acquire) until the route is dropped: their
+// models are not unloaded meanwhile.
 struct ModelRoute {
-  EngineWorker* worker = nullptr;  // generates the answer
-  EngineWorker* guard = nullptr;   // judges it; set only for a guarded request
+  WorkerRef worker;  // generates the answer
+  WorkerRef guard;   // judges it; set only for a guarded request
 };
 
 class RequestDispatcher {
@@ -36,7 +37,9 @@ class RequestDispatcher {
   RunOutcome Dispatch(RunRequest request) const;
 
   // The workers for `request`, or why it cannot run: an unknown model (kUnknownModel), a
-  // guarded request without a loaded guard_model, a stopping daemon (kShuttingDown).
+  // guarded request without a loaded guard_model, a stopping daemon (kShuttingDown), a model
+  // still loading at the request's timeout or too big for the memory budget. A model that can
+  // be served but is not loaded is loaded first (ServerState::Acquire).
   Result<ModelRoute> Resolve(const RunRequest& request) const;
 
  private:

@@ -21,14 +21,17 @@ using test_rig::Rig;
 class TestState final : public ServerState {
  public:
   std::shared_ptr<const config::DaemonConfig> config() const override { return config_; }
-  const std::vector<std::pair<std::string, EngineWorker*>>& models() const override { return models_; }
+  ModelList models() const override { return models_; }
   bool ready() const override { return true; }
   bool stopping() const override { return stopping_; }
   void RequestShutdown() override { stopping_ = true; }
   RateLimiter& rate_limiter() override { return limiter_; }
   RequestCounters& requests() override { return counters_; }
 
-  void Add(std::string name, EngineWorker& worker) { models_.emplace_back(std::move(name), &worker); }
+  // Not owned: the fixture's workers outlive the state.
+  void Add(std::string name, EngineWorker& worker) {
+    models_.emplace_back(std::move(name), WorkerRef(&worker, [](EngineWorker*) {}));
+  }
   void SetGuardModel(std::string name) {
     auto c = std::make_shared<config::DaemonConfig>(*config_);
     c->guard_model = std::move(name);
@@ -42,7 +45,7 @@ class TestState final : public ServerState {
 
  private:
   std::shared_ptr<const config::DaemonConfig> config_ = std::make_shared<config::DaemonConfig>();
-  std::vector<std::pair<std::string, EngineWorker*>> models_;
+  ModelList models_;
   bool stopping_ = false;
   ManualClock clock_;
   RateLimiter limiter_{100, clock_};
@@ -92,8 +95,8 @@ const ClientCounters* Row(const std::vector<ClientRow>& rows, const std::string&
 TEST(RequestDispatcher, ResolvesTheNamedModelOrTheDefault) {
   Fixture f;
   RequestDispatcher d(f.state, f.waiter);
-  EXPECT_EQ(d.Resolve(Request(std::nullopt))->worker, f.main.worker.get());
-  EXPECT_EQ(d.Resolve(Request("guard"))->worker, f.guard.worker.get());
+  EXPECT_EQ(d.Resolve(Request(std::nullopt))->worker.get(), f.main.worker.get());
+  EXPECT_EQ(d.Resolve(Request("guard"))->worker.get(), f.guard.worker.get());
   EXPECT_EQ(d.Resolve(Request("main"))->guard, nullptr) << "no guard asked for";
 }
 
@@ -102,7 +105,7 @@ TEST(RequestDispatcher, AnUnknownModelNamesTheLoadedOnes) {
   RunOutcome o = f.Dispatch(Request("nope"));
   EXPECT_EQ(o.kind, RunOutcome::Kind::kError);
   EXPECT_EQ(o.error.reason(), ErrorReason::kUnknownModel);
-  EXPECT_NE(o.error.message().find("loaded: main, guard"), std::string::npos) << o.error.ToString();
+  EXPECT_NE(o.error.message().find("available: main, guard"), std::string::npos) << o.error.ToString();
 }
 
 TEST(RequestDispatcher, NoModelLoadedIsAnErrorNotACrash) {

@@ -185,7 +185,7 @@ TEST(DaemonModels, SeveralModelsByNameWithinAMemoryBudget) {
   o.model = "nope";
   auto bad = c.GenerateStream("Hello", o, nullptr);
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.error().message.find("unknown model 'nope'; loaded: speaker, guard"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("unknown model 'nope'; available: speaker, guard"), std::string::npos);
   EXPECT_NE(d.log().find("models=\"speaker, guard\""), std::string::npos);
 
   // Models that do not fit the budget stop startup; nothing is evicted.

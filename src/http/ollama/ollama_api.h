@@ -108,6 +108,7 @@ struct OllamaModel {
   bool embeddings = false;     // loaded for embeddings (embedding_models)
   int32_t context_length = 0;  // the loaded context
   format::GgufMetadata facts;  // from the model file; empty when it could not be read
+  std::string expires_at;      // RFC 3339: when it unloads if it stays idle; "": never
 };
 
 // {parent_model:"", format:"gguf", family, families, parameter_size, quantization_level}
@@ -118,7 +119,8 @@ std::vector<std::string> OllamaCapabilities(const OllamaModel& m);
 // An entry of /api/tags: {name, model, modified_at, size, digest, details}.
 nlohmann::json OllamaTagsEntry(const OllamaModel& m);
 // An entry of /api/ps: {name, model, size, digest, details, expires_at, size_vram,
-// context_length}; expires_at is far in the future (models stay loaded until the daemon stops).
+// context_length}; expires_at is far in the future for a model that stays loaded (pinned,
+// kept by keep_alive -1, or in use).
 nlohmann::json OllamaPsEntry(const OllamaModel& m);
 // The /api/show body: {license, modelfile, parameters, template, details, model_info,
 // capabilities, modified_at}; parameters are the daemon's defaults as Modelfile lines.

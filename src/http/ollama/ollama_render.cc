@@ -49,7 +49,7 @@ json OllamaPsEntry(const OllamaModel& m) {
           {"size", m.memory_bytes},
           {"digest", m.digest},
           {"details", OllamaDetails(m)},
-          {"expires_at", "9999-12-31T23:59:59Z"},  // never: loaded until the daemon stops
+          {"expires_at", m.expires_at.empty() ? std::string("9999-12-31T23:59:59Z") : m.expires_at},
           {"size_vram", m.vram_bytes},
           {"context_length", m.context_length}};
 }

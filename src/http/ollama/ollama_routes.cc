@@ -66,25 +66,37 @@ int OllamaRoutes::Handle(const Request& req, Responder& out) {
         {501,
          "server_error",
          "unsupported",
-         p + " is not supported: llmd does not download or manage models. Put the GGUF file where "
-             "model_path or models in the config points, then reload (SIGHUP; a new model name "
-             "needs a restart)",
+         p + " is not supported: llmd does not download or manage models. Put the GGUF file in "
+             "models_dir (it is listed at once), or where model_path or models in the config "
+             "points, then reload (SIGHUP; a new configured model name needs a restart)",
          {}});
   }
   return fail(NoSuchEndpoint(req));
 }
 
 std::optional<std::string> OllamaRoutes::Resolve(const std::optional<std::string>& name) const {
-  const auto& models = ctx_.models();
+  const std::vector<sched::AvailableModel> models = ctx_.available();
   if (models.empty()) return std::nullopt;
-  if (!name) return models.front().first;
+  if (!name) return models.front().name;
   for (const std::string& want :
        {*name, name->ends_with(":latest") ? name->substr(0, name->size() - 7) : std::string()}) {
-    for (const auto& [n, w] : models) {
-      if (!want.empty() && n == want) return n;
+    for (const auto& m : models) {
+      if (!want.empty() && m.name == want) return m.name;
     }
   }
   return std::nullopt;
+}
+
+// Ollama's load and unload requests (no prompt, no input): keep_alive 0 unloads a model that
+// may be unloaded (frees the working memory of one that stays), a model that is not loaded
+// is loaded, and keep_alive sets how long it stays. An error: the model could not be loaded.
+Status OllamaRoutes::LoadOrUnload(const std::string& model, std::optional<int64_t> keep_alive_ms) {
+  const bool unload = keep_alive_ms == 0;
+  if (unload && ctx_.WorkerFor(model) == nullptr) return Status::Ok();  // nothing to unload
+  LLMD_ASSIGN_OR_RETURN(sched::WorkerRef worker,
+                        ctx_.Acquire(model, ctx_.config()->request_timeout_ms, keep_alive_ms));
+  if (keep_alive_ms) worker->KeepAlive(*keep_alive_ms);
+  return Status::Ok();  // the lease ends here: keep_alive runs from now
 }
 
 OllamaLimits OllamaRoutes::Limits(const config::DaemonConfig& c) const {
@@ -95,8 +107,8 @@ namespace {
 
 Status UnknownModel(const std::string& name, const sched::ServerState& ctx) {
   return NotFoundError("model '" + name +
-                       "' not found: llmd serves the models its config names (loaded: " +
-                       ctx.ModelNames() + ") and does not pull")
+                       "' not found: llmd serves the models its config names and those in its models "
+                       "directories (available: " + ctx.ModelNames() + ") and does not pull")
       .WithReason(ErrorReason::kUnknownModel);
 }
 
@@ -112,8 +124,8 @@ int OllamaRoutes::Generate(const Request& req, Responder& out, bool chat) {
   r.gen.model = *model;
   OllamaReplyContext context{chat, *model, Rfc3339Nanos(std::chrono::system_clock::now())};
   if (r.load_only && !config::IsEmbeddingModel(*config, *model)) {
-    // Ollama's load and unload requests: keep_alive 0 frees the working memory now.
-    if (r.keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*r.keep_alive_ms);
+    // Ollama's load and unload requests.
+    if (Status s = LoadOrUnload(*model, r.keep_alive_ms); !s.ok()) return Fail(out, s);
     const bool unload = r.keep_alive_ms == 0;
     return out.Send(200, kJsonType, Dump(OllamaLoadReply(context, unload))) ? 200 : 0;
   }
@@ -139,7 +151,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
     return out.Send(200, kJsonType, body) ? 200 : 0;
   };
   if (parsed->inputs.empty()) {  // a load request: the model is loaded
-    if (parsed->keep_alive_ms) ctx_.WorkerFor(*model)->KeepAlive(*parsed->keep_alive_ms);
+    if (Status s = LoadOrUnload(*model, parsed->keep_alive_ms); !s.ok()) return Fail(out, s);
     return reply({}, 0);
   }
   Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms}, "ollama",
@@ -155,28 +167,38 @@ int OllamaRoutes::Show(const Request& req, Responder& out) {
   const std::optional<std::string> model = Resolve(parsed->model);
   if (!model) return Fail(out, UnknownModel(parsed->model, ctx_));
   const auto config = ctx_.config();
-  return out.Send(200, kJsonType, RenderOllamaShow(Describe(*model, *config), *config)) ? 200 : 0;
+  sched::AvailableModel found;
+  found.name = *model;
+  for (auto& m : ctx_.available()) {
+    if (m.name == *model) found = std::move(m);
+  }
+  return out.Send(200, kJsonType, RenderOllamaShow(Describe(found, *config), *config)) ? 200 : 0;
 }
 
+// tags: every model that can be served, loaded or not; ps: the loaded ones, with when each
+// unloads if it stays idle.
 int OllamaRoutes::List(Responder& out, bool running) {
   const auto config = ctx_.config();
+  const auto now = std::chrono::system_clock::now();
   json models = json::array();
-  for (const auto& [name, worker] : ctx_.models()) {
-    const OllamaModel m = Describe(name, *config);
+  for (const auto& available : ctx_.available()) {
+    if (running && !available.loaded) continue;
+    OllamaModel m = Describe(available, *config);
+    if (available.expires_in_ms >= 0) m.expires_at = Rfc3339Nanos(now + std::chrono::milliseconds(available.expires_in_ms));
     models.push_back(running ? OllamaPsEntry(m) : OllamaTagsEntry(m));
   }
   return out.Send(200, kJsonType, Dump({{"models", std::move(models)}})) ? 200 : 0;
 }
 
-OllamaModel OllamaRoutes::Describe(const std::string& name, const config::DaemonConfig& c) {
+OllamaModel OllamaRoutes::Describe(const sched::AvailableModel& available, const config::DaemonConfig& c) {
+  const std::string& name = available.name;
   OllamaModel m;
   m.name = name;
-  m.embeddings = config::IsEmbeddingModel(c, name);
+  m.embeddings = available.embedding || config::IsEmbeddingModel(c, name);
   m.context_length = c.engine.context_tokens;
-  // The file: the first model is model_path, the others are named in `models`.
-  const auto& models = ctx_.models();
-  std::string path;
-  if (!models.empty() && models.front().first == name) path = c.engine.model_path;
+  // The file: the registry's (model_path, `models`, or the models directories).
+  std::string path = available.path;
+  if (path.empty() && name == config::DefaultModelName(c)) path = c.engine.model_path;
   for (const auto& [n, p] : c.extra_models) {
     if (path.empty() && n == name) path = p;
   }
@@ -207,7 +229,7 @@ OllamaModel OllamaRoutes::Describe(const std::string& name, const config::Daemon
     m.facts = *cached.facts;
   }
   // What the loaded model holds, and where.
-  if (sched::EngineWorker* worker = ctx_.WorkerFor(name)) {
+  if (const sched::WorkerRef worker = ctx_.WorkerFor(name)) {
     char digest[24];
     std::snprintf(digest, sizeof digest, "%016llx",
                   static_cast<unsigned long long>(worker->health().model_fingerprint));

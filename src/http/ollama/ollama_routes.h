@@ -41,11 +41,13 @@ class OllamaRoutes final : public FrontEnd {
   int Show(const Request& request, Responder& out);
   int List(Responder& out, bool running);
 
-  // The loaded model a request names: exact, or Ollama's "NAME:latest" for NAME; none: the
-  // default. Empty when no such model is loaded.
+  // The model a request names, loaded or not: exact, or Ollama's "NAME:latest" for NAME;
+  // none: the default. Empty when no such model can be served.
   std::optional<std::string> Resolve(const std::optional<std::string>& name) const;
-  // What tags, ps and show say about a loaded model (the GGUF header read once per file).
-  OllamaModel Describe(const std::string& name, const config::DaemonConfig& config);
+  // A request without a prompt: loads `model`, or unloads it (keep_alive 0).
+  Status LoadOrUnload(const std::string& model, std::optional<int64_t> keep_alive_ms);
+  // What tags, ps and show say about a model (the GGUF header read once per file).
+  OllamaModel Describe(const sched::AvailableModel& model, const config::DaemonConfig& config);
   OllamaLimits Limits(const config::DaemonConfig& config) const;
 
   sched::ServerState& ctx_;

@@ -20,8 +20,9 @@ using nlohmann::json;
 int Fail(Responder& out, const ApiError& e) { return SendError(out, e, OpenAiErrorBody); }
 int Fail(Responder& out, const Status& s) { return Fail(out, ApiErrorOf(s)); }
 
-// A tokenizer request's body: a JSON object, and the worker of the model it names.
-Result<std::pair<json, sched::EngineWorker*>> TokenizerBody(const Request& req, sched::ServerState& state) {
+// A tokenizer request's body: a JSON object, and the worker of the model it names (loaded
+// first if it is not, and held while the reply is made).
+Result<std::pair<json, sched::WorkerRef>> TokenizerBody(const Request& req, sched::ServerState& state) {
   json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded() || !body.is_object()) return InvalidArgumentError("the request body must be a JSON object");
   std::optional<std::string> model;
@@ -29,12 +30,9 @@ Result<std::pair<json, sched::EngineWorker*>> TokenizerBody(const Request& req, 
     if (!body["model"].is_string()) return InvalidArgumentError("'model' must be a string");
     model = body["model"].get<std::string>();
   }
-  sched::EngineWorker* worker = state.WorkerFor(model);
-  if (worker == nullptr) {
-    return NotFoundError("unknown model '" + model.value_or("") + "'; loaded: " + state.ModelNames())
-        .WithReason(ErrorReason::kUnknownModel);
-  }
-  return std::make_pair(std::move(body), worker);
+  LLMD_ASSIGN_OR_RETURN(sched::WorkerRef worker,
+                        state.Acquire(model, state.config()->request_timeout_ms, std::nullopt));
+  return std::make_pair(std::move(body), std::move(worker));
 }
 
 // An optional boolean field; false when present and not a boolean.
@@ -146,8 +144,9 @@ int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
 
 int OpenAiRoutes::Models(Responder& out) {
   json data = json::array();
-  for (const auto& [name, worker] : state_.models()) {
-    data.push_back({{"id", name}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "llmd"}});
+  // Every model that can be served: a request naming one that is not loaded loads it.
+  for (const auto& m : state_.available()) {
+    data.push_back({{"id", m.name}, {"object", "model"}, {"created", started_unix_}, {"owned_by", "llmd"}});
   }
   return out.Send(200, kJsonType, Dump({{"object", "list"}, {"data", data}})) ? 200 : 0;
 }
