@@ -332,7 +332,7 @@ std::vector<Job> EngineWorker::PopAdmissible() {
     else ++free_slots;
   }
   while (free_slots > 0 && !queue_.empty()) {
-    const Job& next = *queue_.InOrder().front();
+    const Job& next = *queue_.Peek();
     const Holder holder{next.request_class, next.peer_uid};
     if (!MayAdmit(holder, holders, DecodeWidth(), free_slots)) break;
     admitted.push_back(std::move(*queue_.Pop(holder.request_class)));

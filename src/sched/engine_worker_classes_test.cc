@@ -310,10 +310,43 @@ TEST(EngineWorkerClasses, QueuedJobsShowTheirPositionAndExpectedWait) {
     EXPECT_TRUE(queued[i].estimate.known);
     EXPECT_EQ(queued[i].estimate.ahead, i + (i == 0 ? 0 : 1));  // and the running job, for its class
   }
-  EXPECT_LT(queued[1].estimate.first_token_ms(), queued[2].estimate.first_token_ms());
+  // A later place in the queue waits behind more: stated in jobs ahead, not in milliseconds.
+  EXPECT_LT(queued[1].estimate.ahead, queued[2].estimate.ahead);
   rig.Release();
   for (auto* channel : {&running, &a, &b, &voice}) ASSERT_TRUE(Await(**channel).has_value());
   EXPECT_TRUE(rig.worker->Queued().empty());
+}
+
+// llama.cpp computes a call in one micro-batch only if its sequences come in increasing order
+// (each sequence has its own KV stream): every step's call is sorted, whatever order the jobs
+// were admitted in and whichever slots they took.
+TEST(EngineWorker, EveryCallListsItsSequencesInIncreasingOrder) {
+  Rig rig({.sequences = 4}, TestOptions());
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  // Background jobs take sequences 0 and 1; interactive ones, ranked first in every step
+  // after, take 2 and 3.
+  for (const char* prompt : {"background one", "background two!"}) {
+    Job job = Raw(prompt, 8);
+    job.request_class = RequestClass::kBackground;
+    channels.push_back(rig.Submit(std::move(job)));
+  }
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  ASSERT_TRUE(rig.Step());
+  for (const char* prompt : {"interactive one", "interactive two!"}) {
+    Job job = Raw(prompt, 6);
+    job.request_class = RequestClass::kInteractive;
+    channels.push_back(rig.Submit(std::move(job)));
+  }
+  rig.Release();
+  for (auto& channel : channels) ASSERT_TRUE(Await(*channel).has_value());
+  size_t with_several = 0;
+  for (const auto& batch : rig.fake->batches()) {
+    EXPECT_TRUE(std::is_sorted(batch.begin(), batch.end(),
+                               [](const DecodeItem& a, const DecodeItem& b) { return a.sequence < b.sequence; }));
+    with_several += SequencesIn(batch).size() > 1 ? 1 : 0;
+  }
+  EXPECT_GT(with_several, 0u);
 }
 
 // Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured

@@ -18,11 +18,15 @@ Status JobQueue::Push(Job job) {
   return Status::Ok();
 }
 
-std::optional<Job> JobQueue::PopFrom(ClassQueue& queue) {
-  if (queue.by_peer.empty()) return std::nullopt;
+std::map<uint32_t, std::deque<Job>>::const_iterator JobQueue::NextPeer(const ClassQueue& queue) {
   // The next peer after the one served last, wrapping around.
   auto it = queue.last_served.has_value() ? queue.by_peer.upper_bound(*queue.last_served) : queue.by_peer.begin();
-  if (it == queue.by_peer.end()) it = queue.by_peer.begin();
+  return it == queue.by_peer.end() ? queue.by_peer.begin() : it;
+}
+
+std::optional<Job> JobQueue::PopFrom(ClassQueue& queue) {
+  if (queue.by_peer.empty()) return std::nullopt;
+  auto it = queue.by_peer.find(NextPeer(queue)->first);
   Job job = std::move(it->second.front());
   it->second.pop_front();
   queue.last_served = it->first;
@@ -76,6 +80,13 @@ size_t JobQueue::size() const {
   size_t n = 0;
   for (const ClassQueue& queue : classes_) n += queue.size;
   return n;
+}
+
+const Job* JobQueue::Peek() const {
+  for (const ClassQueue& queue : classes_) {
+    if (!queue.by_peer.empty()) return &NextPeer(queue)->second.front();
+  }
+  return nullptr;
 }
 
 std::vector<const Job*> JobQueue::InOrder() const {

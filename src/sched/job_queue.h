@@ -42,6 +42,8 @@ class JobQueue {
   size_t size(RequestClass c) const { return classes_[ClassIndex(c)].size; }
   // Jobs that a new job of class `c` would wait behind: those of its class and higher.
   size_t AheadOf(RequestClass c) const;
+  // The job Pop would hand out next (valid until the queue changes); null when empty.
+  const Job* Peek() const;
   // Every waiting job in the order Pop would hand them out now (pointers valid until the
   // queue changes): where each stands.
   std::vector<const Job*> InOrder() const;
@@ -55,6 +57,8 @@ class JobQueue {
     size_t size = 0;
   };
   std::optional<Job> PopFrom(ClassQueue& queue);
+  // The peer whose turn it is in `queue` (not empty): the next after the one served last.
+  static std::map<uint32_t, std::deque<Job>>::const_iterator NextPeer(const ClassQueue& queue);
 
   size_t depth_;
   std::array<ClassQueue, kRequestClasses> classes_;

@@ -62,6 +62,7 @@ TEST(JobQueue, InOrderIsTheOrderPopHandsThemOut) {
   std::vector<std::string> predicted;
   for (const Job* job : queue.InOrder()) predicted.push_back(NameOf(*job));
   EXPECT_EQ(predicted, (std::vector<std::string>{"b1", "a2", "a3", "x1"}));
+  EXPECT_EQ(NameOf(*queue.Peek()), "b1");
   EXPECT_EQ(Drain(queue), predicted);
 }
 

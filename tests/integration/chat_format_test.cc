@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/llama/llama_engine.h"
+#include "tests/support/llama_test_engine.h"
 #include "tests/support/test_models.h"
 
 namespace llmd::testing {
@@ -20,21 +21,11 @@ const std::vector<engine::ChatTool> kTools = {
     {"get_weather", "Weather",
      R"({"type":"object","properties":{"city":{"type":"string","enum":["Paris","Rome"]}},"required":["city"]})"}};
 
-std::unique_ptr<engine::Engine> Load(const std::string& path) {
-  engine::EngineConfig config;
-  config.model_path = path;
-  config.context_tokens = 1024;
-  config.threads = 1;
-  auto e = engine::NewLlamaEngine();
-  Status s = e->Load(config);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return e;
-}
 
 const std::vector<chat::Message> kAsk = {{"user", "Weather in Paris?"}};
 
 TEST(ChatFormat, ThinkingPutsTheThinkBlockInReasoningNotContent) {
-  auto e = Load(TinyModelPath());
+  auto e = LoadTestEngine(TinyModelPath());
   ChatFormat f;
   f.enable_thinking = true;
   auto plan = e->ConversationPrompt(kAsk, f, true);
@@ -59,7 +50,7 @@ TEST(ChatFormat, ThinkingPutsTheThinkBlockInReasoningNotContent) {
 }
 
 TEST(ChatFormat, ToolCallsAreParsedOutAndAMalformedOneIsText) {
-  auto e = Load(TinyModelPath());
+  auto e = LoadTestEngine(TinyModelPath());
   ChatFormat f;
   f.tools = kTools;
   auto plan = e->ConversationPrompt(kAsk, f, true);
@@ -83,7 +74,7 @@ TEST(ChatFormat, ToolCallsAreParsedOutAndAMalformedOneIsText) {
 }
 
 TEST(ChatFormat, RequiredAndNamedCallsStartAtOnce) {
-  auto e = Load(TinyModelPath());
+  auto e = LoadTestEngine(TinyModelPath());
   for (ToolChoice choice : {ToolChoice::kRequired, ToolChoice::kNamed}) {
     ChatFormat f;
     f.tools = kTools;
@@ -114,7 +105,7 @@ TEST(ChatFormat, RequiredAndNamedCallsStartAtOnce) {
 // A tool without a schema is shown and called as one whose schema is empty, as llama.cpp
 // takes an OpenAI tool without "parameters"; a schema that is not JSON is refused.
 TEST(ChatFormat, AToolWithoutASchemaTakesAnEmptyOne) {
-  auto e = Load(TinyModelPath());
+  auto e = LoadTestEngine(TinyModelPath());
   for (ToolChoice choice : {ToolChoice::kAuto, ToolChoice::kNamed}) {
     ChatFormat none;
     none.tools = {kTools[0], {"ping", "", ""}};
@@ -139,7 +130,7 @@ TEST(ChatFormat, AToolWithoutASchemaTakesAnEmptyOne) {
 }
 
 TEST(ChatFormat, ASchemaBecomesAGrammarAndABadOneIsNamed) {
-  auto e = Load(TinyModelPath());
+  auto e = LoadTestEngine(TinyModelPath());
   ChatFormat f;
   f.json_schema = R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
   auto plan = e->ConversationPrompt(kAsk, f, true);
@@ -154,7 +145,7 @@ TEST(ChatFormat, ASchemaBecomesAGrammarAndABadOneIsNamed) {
 }
 
 TEST(ChatFormat, TheHybridModelsTemplateCallsToolsInItsOwnFormat) {
-  auto e = Load(Qwen35TinyPath());
+  auto e = LoadTestEngine(Qwen35TinyPath());
   ChatFormat f;
   f.tools = kTools;
   f.tool_choice = ToolChoice::kRequired;

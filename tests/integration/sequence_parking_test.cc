@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/llama/llama_engine.h"
+#include "tests/support/llama_test_engine.h"
 #include "tests/support/test_models.h"
 
 namespace llmd::testing {
@@ -15,18 +15,6 @@ namespace {
 
 using engine::DecodeItem;
 using engine::TokenId;
-
-std::unique_ptr<engine::Engine> Load(const std::string& path) {
-  engine::EngineConfig config;
-  config.model_path = path;
-  config.context_tokens = 512;
-  config.sequences = 2;
-  config.threads = 1;
-  auto e = engine::NewLlamaEngine();
-  Status s = e->Load(config);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return e;
-}
 
 // Decodes `tokens` into `sequence` from position `at` and samples greedily after the last.
 TokenId DecodeAndSample(engine::Engine& e, engine::Sampler& sampler, int32_t sequence,
@@ -54,7 +42,7 @@ std::vector<TokenId> Generate(engine::Engine& e, engine::Sampler& sampler, int32
 class SequenceParking : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SequenceParking, AParkedSequenceGoesOnAsIfNeverPaused) {
-  auto e = Load(GetParam());
+  auto e = LoadTestEngine(GetParam(), /*context_tokens=*/512, /*sequences=*/2);
   ASSERT_NE(e, nullptr);
   auto prompt = e->Tokenize("The library opens at nine on weekdays and at ten on Sundays because", true, false);
   ASSERT_TRUE(prompt.has_value());
