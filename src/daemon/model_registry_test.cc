@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/fake_engine.h"
+#include "tests/support/wait_for.h"
 
 namespace llmd::daemon {
 namespace {
@@ -19,15 +20,10 @@ std::shared_ptr<sched::EngineWorker> NewWorker() {
   return std::make_shared<sched::EngineWorker>(std::make_unique<engine::FakeEngine>(), sched::WorkerOptions());
 }
 
-// Polls `done` (state, not time) up to a liveness bound.
+// Polls `done` (state, not time) up to the project's liveness bound.
 template <typename Pred>
 bool Eventually(Pred done) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
+  return llmd::testing::WaitFor(done);
 }
 
 ModelSource Found(std::string name) {

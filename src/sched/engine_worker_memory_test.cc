@@ -27,7 +27,7 @@ WorkerOptions IdleReleaseOptions(int64_t after_ms) {
 // Polls until `done` holds (a liveness bound, not a timing claim).
 template <typename F>
 bool Eventually(F done) {
-  return llmd::testing::WaitFor(done, llmd::testing::kLiveness);
+  return llmd::testing::WaitFor(done);
 }
 
 // The idle time starts when a job has left the worker, which may be just after its final

@@ -24,7 +24,8 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .admitted = s.job_id,
                     .generating = s.has_pending,
                     .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),
-                    .waiting = s.wait_source != nullptr});
+                    .waiting = s.wait_source != nullptr,
+                    .fixed_chunks = !s.cuts.empty()});
   }
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
   StepPolicyOptions policy{.decode_width = DecodeWidth(),
@@ -83,11 +84,9 @@ bool EngineWorker::Step() {
   int64_t shared_left = choice.shared_prefill_tokens;
   for (size_t k = 0; k < choice.prefill.size(); ++k) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
-    Slot& slot = *slots_[choice.prefill[k]];
-    // A chunk that cannot be cut shorter waits for a running interactive slot only.
-    const bool shared = choice.prefill_shared[k] && (slot.cuts.empty() || choice.interactive_runs);
+    const bool shared = choice.prefill_shared[k];
     const size_t before = batch.size();
-    if (AddPromptChunk(slot, &batch, first_chunk, shared ? shared_left : -1)) first_chunk = false;
+    if (AddPromptChunk(*slots_[choice.prefill[k]], &batch, first_chunk, shared ? shared_left : -1)) first_chunk = false;
     if (shared) shared_left -= static_cast<int64_t>(batch.size() - before);
   }
   if (batch.empty()) return false;

@@ -39,7 +39,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   });
   StepChoice choice;
   size_t running = 0;
-  bool share = options.interactive_expected;  // lower classes share the step
+  bool expected = options.interactive_expected, runs = false;
   choice.shared_prefill_tokens = options.shared_prefill_tokens;
   for (const SlotView* view : ranked) {
     if (running >= options.decode_width || SitsOut(*view, options, step)) {
@@ -50,10 +50,10 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     if (view->generating) choice.decode.push_back(view->slot);
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
-      const bool below = share && view->request_class != RequestClass::kInteractive;
-      choice.prefill_shared.push_back(below);
+      const bool below = view->request_class != RequestClass::kInteractive;
+      choice.prefill_shared.push_back(below && (runs || (expected && !view->fixed_chunks)));
     }
-    if (view->request_class == RequestClass::kInteractive) share = choice.interactive_runs = true;
+    if (view->request_class == RequestClass::kInteractive) runs = true;
   }
   return choice;
 }

@@ -15,7 +15,8 @@
 //    the config grants it), the prompt chunks of lower classes share at most
 //    `shared_prefill_tokens` a step between them. A step is not cut short once it runs, so
 //    this bounds how long an arriving voice request waits for the step ahead of it, and a
-//    long background prompt never stalls a voice answer for a whole batch of prefill.
+//    long background prompt never stalls a voice answer for a whole batch of prefill. A prompt
+//    whose chunks cannot be cut shorter (fixed_chunks) shares only while interactive work runs.
 //  - Background work is paused or throttled (one step in `throttle_period`) by the device's
 //    condition (battery, heat); interactive and normal work always runs.
 //
@@ -50,6 +51,9 @@ struct SlotView {
   bool generating = false;    // has a token to decode
   bool prefilling = false;    // has prompt tokens to prefill
   bool waiting = false;       // waits for another slot's shared prefix: neither runs nor is paused
+  // Its prompt chunks cannot be cut shorter than its prefill cuts (a recurrent model): it
+  // shares the step only while an interactive slot runs, and goes whole when one is expected.
+  bool fixed_chunks = false;
 };
 
 struct StepChoice {
@@ -60,9 +64,6 @@ struct StepChoice {
   // interactive work), which all such chunks of the step draw on together.
   std::vector<bool> prefill_shared;
   int64_t shared_prefill_tokens = 0;
-  // Whether an interactive slot runs this step, rather than being only expected: a chunk that
-  // cannot be cut to the share (a recurrent model's fixed cuts) waits only for a running one.
-  bool interactive_runs = false;
 };
 
 // `step`: the number of the step about to run (for throttling).

@@ -36,22 +36,26 @@ TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
 }
 
 TEST(StepPolicy, InteractivePromptsPrefillFirstAndLowerOnesGetOnlyTheSharedTokens) {
+  SlotView recurrent = Prefilling(3, kBackground, 4);
+  recurrent.fixed_chunks = true;
   const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2),
-                                      Prefilling(2, kInteractive, 3)};
+                                      Prefilling(2, kInteractive, 3), recurrent};
   const StepChoice choice = ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 32}, 1);
-  EXPECT_EQ(choice.prefill, (std::vector<size_t>{2, 1, 0}));
-  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(choice.prefill, (std::vector<size_t>{2, 1, 0, 3}));
+  // An interactive slot runs: every lower prompt shares, one that cannot be cut short too.
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false, true, true, true}));
   EXPECT_EQ(choice.shared_prefill_tokens, 32);
-  EXPECT_TRUE(choice.interactive_runs);
 }
 
 TEST(StepPolicy, ExpectedInteractiveWorkSharesTheStepBeforeAnyRuns) {
-  const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)};
+  SlotView recurrent = Prefilling(2, kBackground, 3);
+  recurrent.fixed_chunks = true;
+  const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2), recurrent};
   const StepChoice choice =
       ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 16, .interactive_expected = true}, 1);
-  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{true, true}));
+  // Only expected, none running: a prompt that cannot be cut short goes whole.
+  EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{true, true, false}));
   EXPECT_EQ(choice.shared_prefill_tokens, 16);
-  EXPECT_FALSE(choice.interactive_runs);
 }
 
 TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
@@ -59,7 +63,6 @@ TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
       ChooseStep({Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
   EXPECT_EQ(choice.prefill, (std::vector<size_t>{1, 0}));
   EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{false, false}));
-  EXPECT_FALSE(choice.interactive_runs);
 }
 
 TEST(StepPolicy, ASlotWaitingForASharedPrefixNeitherRunsNorCountsAsPaused) {
