@@ -148,7 +148,11 @@ TEST_F(HttpApi, CompletionsModelsHealthAndMetrics) {
                              "llmd_accepted_draft_tokens_total{model=\"tiny-q8_0\"} 0", "llmd_queue_depth",
                              "llmd_active_sequences", "llmd_kv_cache_usage_ratio",
                              "llmd_model_device_layers{model=\"tiny-q8_0\",device=\"CPU\"} 3",
-                             "llmd_model_device_memory_bytes{model=\"tiny-q8_0\",device=\"CPU\",kind=\"weights\"} 2"}) {
+                             "llmd_model_device_memory_bytes{model=\"tiny-q8_0\",device=\"CPU\",kind=\"weights\"} 2",
+                             // Nothing parked or pinned on this daemon: the families are there, at 0.
+                             "llmd_parked_sequences{model=\"tiny-q8_0\"} 0", "llmd_parked_bytes{model=\"tiny-q8_0\"} 0",
+                             "llmd_parks_total{model=\"tiny-q8_0\"} 0", "llmd_recomputes_total{model=\"tiny-q8_0\"} 0",
+                             "llmd_pinned_prefixes{model=\"tiny-q8_0\"} 0", "llmd_pinned_hits_total{model=\"tiny-q8_0\"} 0"}) {
     EXPECT_NE(metrics.body.find(family), std::string::npos) << family;
   }
 }
