@@ -139,7 +139,9 @@ TEST(ModelsOnDemand, ListedUnloadedThenLoadedByNameWhileTheDefaultStreams) {
   EXPECT_TRUE(Has(ps, "alpha") && Has(ps, "tiny-q8_0")) << "alpha stays loaded (models_keep_alive 5m)";
   EXPECT_FALSE(Has(ps, "beta"));
   // A ps entry says when it goes: in the future, not "never".
-  for (const auto& e : Body(d.Unix("GET", "/api/ps"))["models"]) {
+  // The reply is held by name: a range-for over a temporary's member would read freed memory.
+  const json ps_reply = Body(d.Unix("GET", "/api/ps"));
+  for (const auto& e : ps_reply["models"]) {
     if (e["name"] == "alpha") {
       EXPECT_NE(e["expires_at"], "9999-12-31T23:59:59Z");
     }
