@@ -144,7 +144,24 @@ class LlmClient {
   std::optional<ClientError> DeleteSession(std::string_view session) const;
 
   ClientResult<ServerStats> Stats() const;
+  // Every model that can be served, loaded or not; RunningModels: the loaded ones.
   ClientResult<std::vector<std::string>> Models() const;
+  ClientResult<std::vector<std::string>> RunningModels() const;
+
+  // Model management, for root and the daemon's admin_uids/admin_gids (others get
+  // ServerError(PermissionDenied) saying who may). PullModel fetches an https URL or
+  // hf.co/owner/repo[:quant] into models_dir; `on_progress` sees each progress frame (the last
+  // one's status is "success: model NAME") and may return false to stop (the daemon keeps the
+  // partial file). nullopt on success.
+  struct PullProgress {
+    std::string status;  // "pulling manifest", "pulling FILE", "success: model NAME"
+    uint64_t completed = 0;
+    uint64_t total = 0;  // 0: not known yet
+  };
+  std::optional<ClientError> PullModel(std::string_view source,
+                                       const std::function<bool(const PullProgress&)>& on_progress) const;
+  std::optional<ClientError> CopyModel(std::string_view source, std::string_view destination) const;
+  std::optional<ClientError> DeleteModel(std::string_view model) const;
 
   ClientResult<Health> HealthCheck() const;
 

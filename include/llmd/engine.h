@@ -28,7 +28,10 @@
 namespace llmd {
 
 struct LocalEngineOptions {
-  int32_t context_tokens = 2048;  // per sequence
+  // Tokens one generation may hold (prompt and answer). 0 (default): one KV pool the
+  // sequences share, the model's trained context fitted to the memory available; a number:
+  // that many per sequence, each with a KV cache of its own. Pages are committed as used.
+  int32_t context_tokens = 0;
   int32_t threads = 0;            // 0: one per online CPU
   int32_t sequences = 4;          // generations batched together
   // Sequences beyond `sequences` kept for a higher class: an interactive generation arriving
@@ -41,6 +44,13 @@ struct LocalEngineOptions {
 // Who waits on a generation: a person (interactive) goes before normal work, and normal work
 // before background work, which is paused, never lost, while a higher class needs its slot.
 enum class LocalRequestClass { kInteractive = 0, kNormal = 1, kBackground = 2 };
+
+// What a chat turn does when the chat's history and the new message do not fit
+// `context_tokens` (with one token left to generate): fail (InvalidArgument, with the counts),
+// or drop the chat's oldest whole turns, keeping the system prompt and the new message; the
+// chat then keeps the shorter history and last_stats() says what went. A one-shot Generate or
+// Complete has no turns to drop: too long, it fails either way.
+enum class LocalOverflow { kError = 0, kDropOldest = 1 };
 
 // How one generation samples and when it stops. Defaults are the reference daemon's.
 struct LocalGenerateOptions {
@@ -55,6 +65,7 @@ struct LocalGenerateOptions {
   // > 0: the first token is wanted within this many ms; a generation the scheduler expects to
   // miss it fails at once (ResourceExhausted, with the expected wait).
   int32_t first_token_deadline_ms = 0;
+  LocalOverflow overflow = LocalOverflow::kError;
 
   static LocalGenerateOptions Greedy(int32_t max_tokens);
 };
@@ -69,6 +80,9 @@ struct LocalStats {
   int32_t cached_tokens = 0;  // prompt tokens reused from memory
   int32_t generated_tokens = 0;
   std::string finish_reason;  // "stop", "length" or "cancelled"
+  // LocalOverflow::kDropOldest: the prompt tokens and whole turns dropped to fit the context.
+  int32_t dropped_tokens = 0;
+  int32_t dropped_turns = 0;
 };
 
 // Receives each piece of visible text as it is generated (whole UTF-8 characters). Return

@@ -40,7 +40,8 @@ typedef struct llmd_engine llmd_engine;
 typedef struct llmd_chat llmd_chat;
 
 typedef struct llmd_engine_params {
-  int32_t context_tokens; /* KV cache per sequence; default 2048 */
+  int32_t context_tokens; /* tokens per generation; 0 (default): one KV pool of the model's trained
+                             context, fitted to the memory available, shared by the sequences */
   int32_t threads;        /* CPU threads; 0 (default): one per online CPU */
   int32_t sequences;      /* generations batched together, 1..64; default 4 */
   int32_t gpu_layers;     /* layers to offload; -1: all; default 0 */
@@ -126,6 +127,23 @@ LLMD_API llmd_status llmd_chat_new(llmd_engine* engine, const char* system, llmd
 LLMD_API llmd_status llmd_chat_ask(llmd_chat* chat, const char* user, const llmd_generate_params* params,
                                    llmd_text_callback on_text, void* user_data, char** text_out,
                                    char** errmsg);
+
+/* What llmd_chat_ask does when the chat's history and the new message do not fit the context
+ * (with one token left to generate). */
+enum {
+  LLMD_OVERFLOW_ERROR = 0,       /* the default: LLMD_ERR_INVALID_ARGUMENT, the counts in *errmsg */
+  LLMD_OVERFLOW_DROP_OLDEST = 1, /* drop the chat's oldest whole turns, keeping the system prompt
+                                    and the new message; the chat keeps the shorter history */
+};
+
+/* Sets the chat's overflow policy (LLMD_OVERFLOW_*) for its later asks; any other value is
+ * LLMD_ERR_INVALID_ARGUMENT. (A function, not a field of llmd_generate_params, so programs
+ * built against an earlier header keep their struct sizes.) */
+LLMD_API llmd_status llmd_chat_set_overflow(llmd_chat* chat, int32_t overflow);
+
+/* What the chat's most recent successful ask dropped to fit (LLMD_OVERFLOW_DROP_OLDEST): its
+ * prompt tokens and whole turns; 0 and 0 when nothing was. */
+LLMD_API llmd_status llmd_chat_last_dropped(const llmd_chat* chat, int32_t* dropped_tokens, int32_t* dropped_turns);
 
 /* Forgets the history; the system prompt stays. */
 LLMD_API llmd_status llmd_chat_clear(llmd_chat* chat);

@@ -280,6 +280,56 @@ ClientResult<std::vector<std::string>> LlmClient::Models() const {
   return std::move(resp->models);
 }
 
+ClientResult<std::vector<std::string>> LlmClient::RunningModels() const {
+  Connection c;
+  auto resp = RoundTrip(c, socket_path_, Simple(proto::Request::Type::kRunningModels), timeout_);
+  if (!resp.has_value()) return resp.error();
+  if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+  if (resp->type != proto::Response::Type::kModels) return Unexpected(*resp);
+  return std::move(resp->models);
+}
+
+namespace {
+
+// One management request answered by Ack (after PullProgress frames, for a pull).
+std::optional<ClientError> Manage(const std::string& path, std::chrono::milliseconds timeout, const proto::Request& req,
+                                  const std::function<bool(const LlmClient::PullProgress&)>& on_progress) {
+  Connection c;
+  if (auto e = c.Open(path)) return *e;
+  if (auto e = c.Send(req, timeout)) return *e;
+  while (true) {
+    auto resp = c.Receive(timeout);
+    if (!resp.has_value()) return resp.error();
+    if (resp->type == proto::Response::Type::kAck) return std::nullopt;
+    if (resp->type == proto::Response::Type::kError) return ServerError(*resp);
+    if (resp->type != proto::Response::Type::kPullProgress) return Unexpected(*resp);
+    if (on_progress && !on_progress({resp->pull_status, resp->pull_completed, resp->pull_total})) {
+      return Err(Kind::kIoError, "stopped by the caller");
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ClientError> LlmClient::PullModel(std::string_view source,
+                                                const std::function<bool(const PullProgress&)>& on_progress) const {
+  proto::Request r = Simple(proto::Request::Type::kPullModel);
+  r.model = std::string(source);
+  return Manage(socket_path_, timeout_, r, on_progress);
+}
+
+std::optional<ClientError> LlmClient::CopyModel(std::string_view source, std::string_view destination) const {
+  proto::Request r = Simple(proto::Request::Type::kCopyModel);
+  r.model = std::string(source);
+  r.destination = std::string(destination);
+  return Manage(socket_path_, timeout_, r, nullptr);
+}
+
+std::optional<ClientError> LlmClient::DeleteModel(std::string_view model) const {
+  proto::Request r = Simple(proto::Request::Type::kDeleteModel);
+  r.model = std::string(model);
+  return Manage(socket_path_, timeout_, r, nullptr);
+}
 
 ClientResult<Health> LlmClient::HealthCheck() const {
   Connection c;

@@ -256,6 +256,23 @@ const std::vector<Key>& Keys() {
        IdList(&DaemonConfig::allowed_uids)},
       {"allowed_gids", {"--allow-gid"}, {"LLMD_ALLOWED_GIDS"}, "Comma-separated GIDs that may connect",
        IdList(&DaemonConfig::allowed_gids)},
+      {"admin_uids", {"--admin-uid"}, {"LLMD_ADMIN_UIDS"},
+       "Comma-separated UIDs that may manage models (pull, create, copy, delete); root always may",
+       IdList(&DaemonConfig::admin_uids)},
+      {"admin_gids", {"--admin-gid"}, {"LLMD_ADMIN_GIDS"},
+       "Comma-separated primary GIDs whose peers may manage models",
+       IdList(&DaemonConfig::admin_gids)},
+      {"hub_url", {"--hub-url"}, {"LLMD_HUB_URL"},
+       "Base URL pull resolves hf.co/owner/repo names against (default https://huggingface.co)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (!v.starts_with("https://") && !v.starts_with("http://")) return Bad("must be an http(s) URL");
+         c.hub_url = v;
+         while (c.hub_url.ends_with('/')) c.hub_url.pop_back();
+         return Status::Ok();
+       }},
+      {"pull_max_mb", {"--pull-max-mb"}, {"LLMD_PULL_MAX_MB"},
+       "The largest model file pull downloads, MiB (default 524288: 512 GiB)",
+       [](DaemonConfig& c, const std::string& v) { return ParseInt(v, &c.pull_max_mb, 1, 1ll << 30); }},
       {"http_socket", {"--http-socket"}, {"LLMD_HTTP_SOCKET"},
        "Unix socket for the HTTP API (default: http.sock beside socket_path; off: none)",
        [](DaemonConfig& c, const std::string& v) {
@@ -362,9 +379,26 @@ const std::vector<Key>& Keys() {
        Duration(&DaemonConfig::idle_exit_after_ms)},
       {"session_dir", {"--session-dir"}, {"LLMD_SESSION_DIR"},
        "Directory for saved chat sessions (empty: saving is off)", Str(&DaemonConfig::session_dir)},
-      {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"}, "Context (KV cache) size in tokens",
+      {"responses_max_stored", {"--responses-max-stored"}, {"LLMD_RESPONSES_MAX_STORED"},
+       "Responses API: stored responses kept (store, previous_response_id); the least recently used is dropped "
+       "beyond this; 0: storing is off",
+       U32(&DaemonConfig::responses_max_stored, 0, 1000000)},
+      {"responses_max_mb", {"--responses-max-mb"}, {"LLMD_RESPONSES_MAX_MB"},
+       "Responses API: MiB all stored responses may hold; the least recently used is dropped beyond this",
+       U32(&DaemonConfig::responses_max_mb, 1, 1 << 20)},
+      {"responses_ttl", {"--responses-ttl"}, {"LLMD_RESPONSES_TTL"},
+       "Responses API: how long a stored response is kept after it was made (90s, 12h, 168h)",
+       [](DaemonConfig& c, const std::string& v) -> Status {
+         LLMD_ASSIGN_OR_RETURN(int64_t ms, ParseDurationMs(v));
+         if (ms < 1000 || ms > 366LL * 24 * 3600 * 1000) return Bad("must be between 1s and a year");
+         c.responses_ttl_ms = ms;
+         return Status::Ok();
+       }},
+      {"max_context_len", {"--context", "-c"}, {"LLMD_MAX_CONTEXT_LEN"},
+       "Tokens one request may hold, each sequence with a KV cache of that size; 0 (default): one KV pool the "
+       "sequences share, the model's trained context fitted to the memory budget",
        [](DaemonConfig& c, const std::string& v) {
-         return ParseInt(v, &c.engine.context_tokens, 1, 1 << 24);
+         return ParseInt(v, &c.engine.context_tokens, 0, 1 << 24);
        }},
       {"max_new_tokens", {"--max-new-tokens"}, {"LLMD_MAX_NEW_TOKENS"},
        "Default and largest max_tokens of a request", U32(&DaemonConfig::max_new_tokens, 1, 4096)},
@@ -693,6 +727,13 @@ Result<std::string> DraftModelPath(const DaemonConfig& c) {
 
 bool IsEmbeddingModel(const DaemonConfig& c, const std::string& name) {
   return std::find(c.embedding_models.begin(), c.embedding_models.end(), name) != c.embedding_models.end();
+}
+
+bool IsModelAdmin(const DaemonConfig& c, std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+  if (!uid) return false;
+  if (*uid == 0) return true;
+  auto has = [](const std::vector<uint32_t>& ids, uint32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); };
+  return has(c.admin_uids, *uid) || (gid && has(c.admin_gids, *gid));
 }
 
 std::string DefaultModelName(const DaemonConfig& c) {

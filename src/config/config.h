@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ namespace llmd::config {
 // The largest system prompt file `pinned_prompts` reads.
 inline constexpr size_t kMaxPinnedPromptBytes = 1 << 20;
 
+// A model's own generation defaults: its manifest's PARAMETER lines (models directories), as
+// the daemon found them. A request's own values win over these, these over the server's.
+struct ModelGenerationDefaults {
+  std::optional<uint32_t> max_tokens;  // num_predict (> 0); still capped by max_new_tokens
+  std::optional<float> temperature, top_p, repeat_penalty, presence_penalty, frequency_penalty;
+  std::optional<int32_t> top_k;
+  std::optional<uint32_t> seed;
+  std::optional<std::string> system;  // SYSTEM: replaces system_prompt (HTTP chats)
+  std::vector<std::string> stop;      // PARAMETER stop: when a request sets none (HTTP)
+};
+
 struct DaemonConfig {
   engine::EngineConfig engine;       // model_path, max_context_len, parallel, threads, ...
   std::string model_name;            // the first model's name; empty: its file name
@@ -29,6 +41,9 @@ struct DaemonConfig {
   // models are loaded when a request names one, within the memory budget. Empty: off.
   std::string models_dir;                    // writable
   std::vector<std::string> system_models_dirs;  // read-only
+  // Found, not configured: each model's manifest defaults, by model name (set by the daemon
+  // from the catalog; no key reads it).
+  std::map<std::string, ModelGenerationDefaults> model_defaults;
   // How long an on-demand model stays loaded once idle (Ollama's default keep_alive); < 0: never.
   int64_t models_keep_alive_ms = 5 * 60 * 1000;
   uint64_t memory_floor_mb = 64;     // refuse new work below this much available memory; 0: never
@@ -57,6 +72,14 @@ struct DaemonConfig {
   std::string socket_group;          // group owning the socket (name or gid); empty: ours
   std::vector<uint32_t> allowed_uids;  // empty: the daemon's uid and root
   std::vector<uint32_t> allowed_gids;
+  // Model management (pull, create, copy, delete): root always; these UIDs, and peers whose
+  // primary GID is listed. Empty: root only.
+  std::vector<uint32_t> admin_uids;
+  std::vector<uint32_t> admin_gids;
+  // Where `pull` resolves Hugging Face names (hf.co/owner/repo:tag): the hub's base URL, no
+  // trailing '/'. Tests point it at a loopback server.
+  std::string hub_url = "https://huggingface.co";
+  uint64_t pull_max_mb = 512ull << 10;  // the largest file `pull` fetches (MiB)
 
   // HTTP (OpenAI-compatible) API. Its Unix socket has the same mode, group and allowlist.
   std::string http_socket;           // empty: http.sock beside socket_path; "off": none
@@ -117,6 +140,12 @@ struct DaemonConfig {
   // keeps the socket and starts it again for the next client. 0: never.
   int64_t idle_exit_after_ms = 0;
   std::string session_dir;           // where SaveSession writes; empty: saving is off
+  // Stored responses (the Responses API's store and previous_response_id): how many, how many
+  // MiB in all (least recently used dropped beyond either) and for how long from creation.
+  // With session_dir they are also files under session_dir/responses. 0 stored: storing is off.
+  uint32_t responses_max_stored = 1000;
+  uint32_t responses_max_mb = 256;
+  int64_t responses_ttl_ms = 7LL * 24 * 3600 * 1000;
 
   std::string log_level = "info";    // debug, info, warn, error
   bool log_text = false;             // log prompts and outputs (debug only)
@@ -151,6 +180,13 @@ std::string HttpSocketPath(const DaemonConfig& config);
 std::string DefaultModelName(const DaemonConfig& config);
 // Whether the model named `name` is loaded for embeddings (embedding_models): it does not generate.
 bool IsEmbeddingModel(const DaemonConfig& config, const std::string& name);
+
+// Whether a peer may manage models (pull, create, copy, delete): root, a UID in admin_uids, or
+// a primary GID in admin_gids. A peer with no known UID (`uid` none) never may.
+bool IsModelAdmin(const DaemonConfig& config, std::optional<uint32_t> uid, std::optional<uint32_t> gid);
+// What a refused peer is told.
+inline constexpr const char* kModelAdminRule =
+    "model management needs root or a uid/gid in admin_uids/admin_gids";
 
 // Checks the ranges (the seed's table plus llmd's own keys).
 Status Validate(const DaemonConfig& config);

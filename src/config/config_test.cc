@@ -24,7 +24,8 @@ TEST(Config, DefaultsAreTheSeedsTable) {
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   const DaemonConfig& c = r->config;
   EXPECT_EQ(c.max_new_tokens, 256u);
-  EXPECT_EQ(c.engine.context_tokens, 2048);
+  // The seed's 2048 became automatic: one pool of the model's trained context (context_size.h).
+  EXPECT_EQ(c.engine.context_tokens, 0);
   EXPECT_FLOAT_EQ(c.sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(c.sampling.top_p, 0.9f);
   EXPECT_EQ(c.sampling.top_k, 40);
@@ -102,7 +103,7 @@ TEST(Config, BadValuesNameTheKeyAndTheSource) {
       {{"-m", "m", "--top-p", "1.5"}, {}, "top_p = 1.5"},
       {{"-m", "m", "--top-k", "0"}, {}, "top_k = 0"},
       {{"-m", "m", "--repeat-penalty", "0.9"}, {}, "repeat_penalty = 0.9"},
-      {{"-m", "m", "--context", "0"}, {}, "max_context_len = 0"},
+      {{"-m", "m", "--context", "-1"}, {}, "max_context_len = -1"},
       {{"-m", "m", "--socket-mode", "0666"}, {}, "socket_mode = 0666"},
       {{"-m", "m", "--max-connections", "x"}, {}, "not an integer"},
       {{"-m", "m", "--bogus"}, {}, "unknown option '--bogus'"},
@@ -120,6 +121,34 @@ TEST(Config, BadValuesNameTheKeyAndTheSource) {
     auto r = Parse(c.args, c.env);
     ASSERT_FALSE(r.has_value()) << c.expect;
     EXPECT_NE(r.error().message().find(c.expect), std::string::npos) << r.error().message();
+  }
+}
+
+// The Responses API's stored responses: defaults, each source, and the limits' checks.
+TEST(Config, StoredResponseLimits) {
+  auto defaults = Parse({"-m", "m"});
+  ASSERT_TRUE(defaults.has_value()) << defaults.error().ToString();
+  EXPECT_EQ(defaults->config.responses_max_stored, 1000u);
+  EXPECT_EQ(defaults->config.responses_max_mb, 256u);
+  EXPECT_EQ(defaults->config.responses_ttl_ms, 7LL * 24 * 3600 * 1000);
+  auto set = Parse({"-m", "m", "--responses-max-stored", "0", "--responses-ttl", "90s"}, {{"LLMD_RESPONSES_MAX_MB", "8"}});
+  ASSERT_TRUE(set.has_value()) << set.error().ToString();
+  EXPECT_EQ(set->config.responses_max_stored, 0u) << "0: storing is off";
+  EXPECT_EQ(set->config.responses_max_mb, 8u);
+  EXPECT_EQ(set->config.responses_ttl_ms, 90'000);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--responses-ttl", "0"}, "responses_ttl = 0"},
+      {{"--responses-ttl", "500ms"}, "must be between 1s and a year"},
+      {{"--responses-ttl", "soon"}, "responses_ttl = soon"},
+      {{"--responses-max-stored", "1000001"}, "responses_max_stored = 1000001"},
+      {{"--responses-max-mb", "0"}, "responses_max_mb = 0"},
+  };
+  for (const auto& [args, expect] : bad) {
+    std::vector<std::string> all = {"-m", "m"};
+    all.insert(all.end(), args.begin(), args.end());
+    auto r = Parse(all);
+    ASSERT_FALSE(r.has_value()) << expect;
+    EXPECT_NE(r.error().message().find(expect), std::string::npos) << r.error().message();
   }
 }
 
@@ -409,6 +438,27 @@ TEST(Config, TcpListenersNeedNoKeyButRoomBesideTheUnidentifiedPool) {
   ASSERT_TRUE(set.has_value()) << set.error().ToString();
   EXPECT_EQ(set->config.http_unidentified_connections, 2u);
   EXPECT_EQ(set->config.http_header_timeout_ms, 500u);
+}
+
+TEST(Config, ModelAdminsHubUrlAndPullLimit) {
+  auto r = Parse({"--model", "m.gguf", "--admin-uid", "1000,1001", "--hub-url", "http://127.0.0.1:8080/"},
+                 {{"LLMD_ADMIN_GIDS", "50"}, {"LLMD_PULL_MAX_MB", "1024"}});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const DaemonConfig& c = r->config;
+  EXPECT_EQ(c.admin_uids, (std::vector<uint32_t>{1000, 1001}));
+  EXPECT_EQ(c.admin_gids, (std::vector<uint32_t>{50}));
+  EXPECT_EQ(c.hub_url, "http://127.0.0.1:8080") << "the trailing '/' dropped";
+  EXPECT_EQ(c.pull_max_mb, 1024u);
+  EXPECT_TRUE(IsModelAdmin(c, 0, 0)) << "root always";
+  EXPECT_TRUE(IsModelAdmin(c, 1001, 7));
+  EXPECT_TRUE(IsModelAdmin(c, 2000, 50)) << "by primary gid";
+  EXPECT_FALSE(IsModelAdmin(c, 2000, 51));
+  EXPECT_FALSE(IsModelAdmin(c, std::nullopt, 50)) << "no known uid: never";
+  EXPECT_FALSE(IsModelAdmin(DaemonConfig{}, 1000, 1000)) << "by default root only";
+  auto bad = Parse({"--model", "m.gguf", "--hub-url", "ftp://x"});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("hub_url"), std::string::npos) << bad.error().message();
+  EXPECT_FALSE(Parse({"--model", "m.gguf", "--pull-max-mb", "0"}).has_value());
 }
 
 TEST(Config, HelpListsTheSpeculativeKeysAndTheBenchmarkFlags) {

@@ -15,6 +15,7 @@
 #include "daemon/native_errors.h"
 #include "engine/llama/llama_grammar.h"
 #include "sched/job_settings.h"
+#include "sched/model_admin.h"
 #include "sched/request_runner.h"
 #include "transport/frame_connection.h"
 
@@ -231,8 +232,62 @@ class Handler {
         for (const auto& m : ctx_.available()) r.models.push_back(m.name);
         return Send(r);
       }
+      case Request::Type::kRunningModels: {
+        Response r;
+        r.type = Response::Type::kModels;
+        for (const auto& m : ctx_.available()) {
+          if (m.loaded) r.models.push_back(m.name);
+        }
+        return Send(r);
+      }
+      case Request::Type::kPullModel:
+      case Request::Type::kCopyModel:
+      case Request::Type::kDeleteModel:
+        return ManageModels(req);
     }
     return false;
+  }
+
+  // PullModel, CopyModel, DeleteModel: root and admin_uids/admin_gids only (PermissionDenied
+  // for others, saying who may); a pull streams PullProgress frames, then Ack.
+  bool ManageModels(const Request& req) {
+    if (!config::IsModelAdmin(*config_, peer_.uid, peer_.gid)) {
+      return Send(Response::Error(ErrorCode::kPermissionDenied, std::string(config::kModelAdminRule) +
+                                                                     "; this connection is uid " + std::to_string(peer_.uid)));
+    }
+    sched::ModelAdmin* admin = ctx_.model_admin();
+    if (admin == nullptr) {
+      return Send(Response::Error(ErrorCode::kUnsupported, "model management needs models_dir in the config"));
+    }
+    Status s;
+    if (req.type == Request::Type::kCopyModel) {
+      s = admin->Copy(req.model, req.destination);
+    } else if (req.type == Request::Type::kDeleteModel) {
+      s = admin->Delete(req.model);
+    } else {
+      bool client_here = true;
+      auto pulled = admin->Pull(req.model, [&](const sched::PullProgress& p) {
+        Response r;
+        r.type = Response::Type::kPullProgress;
+        r.pull_status = p.phase == sched::PullProgress::Phase::kResolving ? "pulling manifest" : "pulling " + p.file_name;
+        r.pull_completed = p.done_bytes;
+        r.pull_total = p.total_bytes > 0 ? static_cast<uint64_t>(p.total_bytes) : 0;
+        return client_here = Send(r);
+      }, nullptr);
+      if (!client_here) return false;
+      if (pulled.has_value()) {
+        Response done;
+        done.type = Response::Type::kPullProgress;
+        done.pull_status = "success: model " + pulled->name;
+        done.pull_completed = done.pull_total = pulled->bytes;
+        if (!Send(done)) return false;
+      }
+      if (!pulled.has_value()) s = pulled.error();
+    }
+    if (!s.ok()) return SendError(s, false);
+    Response ack;
+    ack.type = Response::Type::kAck;
+    return Send(ack);
   }
 
   // Save, restore or delete a chat session's file in session_dir. File work happens here,
@@ -247,9 +302,10 @@ class Handler {
       case Request::Type::kSaveSession:
         // The session lives on the model that served it; the file records which.
         for (const auto& [name, w] : ctx_.models()) {
-          auto session = w->GetSession(req.session);
+          auto session = w->SessionCopy(req.session);
           if (!session.has_value()) continue;
-          format::SessionData data{std::move(session->first), std::move(session->second)};
+          format::SessionData data{std::move(session->system), std::move(session->tokens),
+                                   std::move(session->turn_starts)};
           return format::WriteFileAtomically(path, format::EncodeSession(data, w->health().model_fingerprint));
         }
         return NotFoundError("no chat session '" + req.session + "'");
@@ -260,7 +316,8 @@ class Handler {
           const sched::HealthSnapshot model = w->health();
           auto data = format::DecodeSession(bytes, model.model_fingerprint, model.vocab_size);
           if (data.has_value()) {
-            w->PutSession(req.session, std::move(data->system), std::move(data->tokens));
+            w->PutSession(req.session, sched::StoredSession{std::move(data->system), std::move(data->tokens),
+                                                            std::move(data->turn_starts)});
             return Status::Ok();
           }
           last = data.error();
@@ -295,12 +352,14 @@ class Handler {
     if (p.request_class) settings.request_class = static_cast<RequestClass>(*p.request_class);  // checked when read
     settings.peer = {peer_.uid, peer_.gid};
     settings.first_token_deadline_ms = p.first_token_deadline_ms;
+    settings.model = p.model;
     sched::ApplyGenerationSettings(settings, c, &job);
     if (p.constraint) {
       LLMD_ASSIGN_OR_RETURN(job.options.sampling.grammar, GrammarOf(*p.constraint));
     }
     LLMD_RETURN_IF_ERROR(job.options.sampling.Validate());
     job.stream = req.type != Request::Type::kGenerate;
+    if (p.overflow == proto::kOverflowDropOldest) job.overflow = engine::ContextOverflow::kDropOldest;  // checked when read
     if (req.type == Request::Type::kChat) {
       if (req.session.empty() || req.session.size() > 256) {
         return InvalidArgumentError("session id must be 1..256 bytes");
@@ -354,6 +413,7 @@ class Handler {
          {"ttft_ms", std::to_string(st.ttft_ms)}, {"prefill_step", std::to_string(st.prefill_step)},
          {"first_token_step", std::to_string(st.first_token_step)},
          {"draft_tokens", std::to_string(st.draft_tokens)}, {"accepted_draft_tokens", std::to_string(st.accepted_draft_tokens)},
+         {"dropped_tokens", std::to_string(st.dropped_tokens)}, {"dropped_turns", std::to_string(st.dropped_turns)},
          {"finish", std::string(engine::FinishReasonName(st.finish_reason))}});
     if (config_->log_text) Log(LogLevel::kDebug, "output", {{"text", c.text}});
     Response r;
@@ -365,7 +425,8 @@ class Handler {
                  static_cast<float>(st.decode_ms),
                  static_cast<proto::FinishReason>(static_cast<uint32_t>(st.finish_reason)),
                  static_cast<float>(guard_ms), static_cast<uint32_t>(st.draft_tokens),
-                 static_cast<uint32_t>(st.accepted_draft_tokens)};
+                 static_cast<uint32_t>(st.accepted_draft_tokens), static_cast<uint32_t>(st.dropped_tokens),
+                 static_cast<uint32_t>(st.dropped_turns)};
     } else {
       r.type = Response::Type::kGenerated;
       r.text = c.text;

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "daemon/connection_handler.h"
 #include "daemon/sd_notify.h"
+#include "engine/context_size.h"
 #include "engine/cpu_placement.h"
 #include "engine/llama/llama_engine.h"
 #include "engine/placement_plan.h"
@@ -87,9 +88,10 @@ Result<std::vector<std::pair<std::string, std::string>>> ModelList(const config:
 // model fits one vocabulary, and the other models serve other purposes (guard, embeddings).
 // An embedding model takes one input at a time.
 Result<config::DaemonConfig> ModelConfig(const config::DaemonConfig& c, const std::string& name,
-                                         const std::string& path) {
+                                         const std::string& path, uint64_t kv_budget_bytes) {
   config::DaemonConfig one = c;
   one.engine.model_path = path;
+  one.engine.kv_budget_bytes = kv_budget_bytes;
   if (name == config::DefaultModelName(c)) {
     LLMD_ASSIGN_OR_RETURN(one.engine.speculative.draft_model_path, config::DraftModelPath(c));
   } else {
@@ -103,6 +105,18 @@ Result<config::DaemonConfig> ModelConfig(const config::DaemonConfig& c, const st
     one.engine.sequences = std::min<int32_t>(64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences));
   }
   return one;
+}
+
+// What each model's automatic KV pool may take (engine/context_size.h): the budget less the
+// files and a margin (llama.cpp's 1 GiB, less on a small budget), shared by the models that
+// generate, less the checkpoints each may keep. KV pages are committed as tokens use them,
+// but a full pool must still fit beside everything else.
+uint64_t KvShareBytes(const config::DaemonConfig& c, uint64_t budget_mib, uint64_t files_mib, size_t models) {
+  const uint64_t margin_mib = std::min<uint64_t>(1024, budget_mib / 4);
+  const uint64_t spare_mib = budget_mib > files_mib + margin_mib ? budget_mib - files_mib - margin_mib : 0;
+  const uint64_t share_mib = spare_mib / std::max<size_t>(1, models);
+  const uint64_t checkpoint_mib = c.checkpoint_budget_mb;
+  return share_mib > checkpoint_mib ? (share_mib - checkpoint_mib) << 20 : 0;
 }
 
 // Benchmarks only: says loudly, at startup and on every reload, that the text is not the model's.
@@ -174,6 +188,10 @@ Status Daemon::WatchModelDirectories() {
   for (const auto& d : dirs) paths.push_back(d.path);
   catalog_ = std::make_unique<models::Catalog>(std::move(dirs));
   Rescan();
+  if (!c.models_dir.empty()) {
+    manager_ = std::make_unique<ModelManager>(c, *catalog_, *registry_, [this] { Rescan(); }, ctx_->stopping_flag());
+    ctx_->set_model_admin(manager_.get());
+  }
   LLMD_ASSIGN_OR_RETURN(watcher_, models::DirWatcher::Start(paths, [this](const models::DirChanges&) { Rescan(); }));
   return Status::Ok();
 }
@@ -208,6 +226,11 @@ Status Daemon::Start() {
   if (budget_mib > 0 && files_mib > budget_mib) {
     return ResourceExhaustedError("the models' files alone take " + std::to_string(files_mib) +
                                   " MiB, over the memory budget of " + std::to_string(budget_mib) + " MiB");
+  }
+  {
+    size_t generating = 0;
+    for (const auto& [name, path] : models) generating += config::IsEmbeddingModel(c, name) ? 0 : 1;
+    kv_share_bytes_ = KvShareBytes(c, budget_mib, files_mib, generating);
   }
   LLMD_RETURN_IF_ERROR(CheckIdleExit(c));
   {
@@ -276,7 +299,7 @@ Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
   const std::shared_ptr<const config::DaemonConfig> current = ctx_->config();
   const config::DaemonConfig& c = *current;
   const std::string& name = source.name;
-  LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, source.path));
+  LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, source.path, kv_share_bytes_));
   // The pre-check before llama.cpp sees a byte (a file changed since the scan included).
   LLMD_RETURN_IF_ERROR(format::InspectModelFile(source.path).error());
   LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
@@ -291,7 +314,9 @@ Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
   loaded.bytes = info.file_bytes + info.kv_cache_bytes + compute_bytes + checkpoint_bytes;
   Log(LogLevel::kInfo, "model_loaded",
       {{"name", name}, {"model", info.description}, {"load_ms", Ms(info.load_ms)},
-       {"context", std::to_string(info.context_tokens)}, {"parallel", std::to_string(info.sequences)},
+       {"context", std::to_string(info.context_tokens)},
+       {"kv", info.pool_tokens > 0 ? "one pool shared by the sequences" : "a cache per sequence"},
+       {"trained_context", std::to_string(info.trained_context)}, {"parallel", std::to_string(info.sequences)},
        {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
        {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
        {"template", info.has_chat_template ? "model" : "chatml"},
@@ -321,9 +346,14 @@ uint64_t Daemon::EstimateModel(const ModelSource& source) const {
   const double kv_bytes = kv == "q8_0" ? 34.0 / 32 : kv == "q4_0" ? 18.0 / 32 : kv == "f32" ? 4.0 : 2.0;
   const uint32_t sequences =
       source.embedding ? 1u : static_cast<uint32_t>(std::min<int32_t>(64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences)));
+  engine::EngineConfig sized = c.engine;
+  sized.embeddings = source.embedding;
+  sized.kv_budget_bytes = kv_share_bytes_;
+  sized = engine::ResolveContext(sized, file->gguf, kv_bytes);
   const engine::ModelFootprint footprint = engine::ModelFootprint::FromGguf(
-      file->gguf, static_cast<uint32_t>(c.engine.context_tokens), sequences, kv_bytes,
-      static_cast<uint32_t>(std::min(c.engine.batch_tokens, 512)), sequences, c.engine.flash_attention != "off");
+      file->gguf, static_cast<uint32_t>(sized.context_tokens), sequences, kv_bytes,
+      static_cast<uint32_t>(std::min(c.engine.batch_tokens, 512)), sequences, c.engine.flash_attention != "off", {},
+      static_cast<uint32_t>(sized.pool_tokens));
   uint64_t bytes = file->file_bytes + footprint.compute_bytes + footprint.logits_bytes;
   for (uint64_t b : footprint.layer_memory_bytes) bytes += b;
   return bytes;
@@ -362,11 +392,33 @@ Status Daemon::LoadModels(const std::vector<std::pair<std::string, std::string>>
   return Status::Ok();
 }
 
+// A manifest's SYSTEM and PARAMETER lines as the generation path applies them.
+static config::ModelGenerationDefaults GenerationDefaultsOf(const models::ModelDefaults& defaults) {
+  const models::ModelParameters& p = defaults.parameters;
+  config::ModelGenerationDefaults d;
+  d.system = defaults.system;
+  d.stop = p.Strings("stop");
+  if (auto n = p.Integer("num_predict"); n && *n > 0) d.max_tokens = static_cast<uint32_t>(std::min<int64_t>(*n, UINT32_MAX));
+  auto number = [&](const char* key, std::optional<float>* out) {
+    if (auto v = p.Number(key)) *out = static_cast<float>(*v);
+  };
+  number("temperature", &d.temperature);
+  number("top_p", &d.top_p);
+  number("repeat_penalty", &d.repeat_penalty);
+  number("presence_penalty", &d.presence_penalty);
+  number("frequency_penalty", &d.frequency_penalty);
+  if (auto k = p.Integer("top_k")) d.top_k = static_cast<int32_t>(*k);
+  if (auto s = p.Integer("seed"); s && *s >= 0) d.seed = static_cast<uint32_t>(*s);
+  return d;
+}
+
 void Daemon::Rescan() {
+  std::lock_guard<std::mutex> rescan_lock(rescan_mu_);
   models::CatalogScan scan = catalog_->Scan();
   for (const Status& s : scan.directory_errors) Log(LogLevel::kWarn, "models_dir_unreadable", {{"error", s.ToString()}});
   std::vector<ModelSource> sources;
   std::vector<std::string> embedding;
+  std::map<std::string, config::ModelGenerationDefaults> defaults;
   const int64_t keep_alive_ms = parsed_.config.models_keep_alive_ms;
   for (const models::CatalogEntry& e : scan.entries) {
     if (!e.usable()) {
@@ -379,6 +431,7 @@ void Daemon::Rescan() {
     source.embedding = e.embedding;
     source.keep_alive_ms = keep_alive_ms;
     if (e.embedding) embedding.push_back(e.name);
+    if (!e.defaults.parameters.empty() || e.defaults.system) defaults[e.name] = GenerationDefaultsOf(e.defaults);
     sources.push_back(std::move(source));
   }
   Log(LogLevel::kInfo, "models_scanned", {{"usable", std::to_string(sources.size())},
@@ -386,6 +439,7 @@ void Daemon::Rescan() {
   {
     std::lock_guard<std::mutex> lock(config_mu_);
     found_embedding_ = std::move(embedding);
+    found_defaults_ = std::move(defaults);
   }
   // The settings first: a model found to serve embeddings is one before it can be asked for.
   PublishConfig(base_config_);
@@ -396,6 +450,7 @@ void Daemon::PublishConfig(const config::DaemonConfig& base) {
   std::lock_guard<std::mutex> lock(config_mu_);
   if (&base != &base_config_) base_config_ = base;
   auto effective = std::make_shared<config::DaemonConfig>(base_config_);
+  effective->model_defaults = found_defaults_;
   for (const std::string& name : found_embedding_) {
     if (!config::IsEmbeddingModel(*effective, name)) effective->embedding_models.push_back(name);
   }
@@ -564,7 +619,7 @@ void Daemon::Reload() {
         // A configured model unloaded now loads with the new settings when next asked for.
         sched::WorkerRef worker = ctx_->WorkerFor(name);
         if (worker == nullptr) continue;
-        auto one = ModelConfig(parsed->config, name, path);
+        auto one = ModelConfig(parsed->config, name, path, kv_share_bytes_);
         if (!one.has_value()) {
           status = one.error();
           break;

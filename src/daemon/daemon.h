@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "common/handler_threads.h"
 #include "config/config.h"
 #include "daemon/http_frontend.h"
+#include "daemon/model_manager.h"
 #include "daemon/model_registry.h"
 #include "daemon/server_context.h"
 #include "models/catalog.h"
@@ -75,9 +77,13 @@ class Daemon {
   std::unique_ptr<ModelRegistry> registry_;
   std::unique_ptr<models::Catalog> catalog_;       // models on demand; null when off
   std::unique_ptr<models::DirWatcher> watcher_;    // likewise; stopped before the registry
+  std::unique_ptr<ModelManager> manager_;          // pull, create, copy, delete; null without models_dir
+  std::mutex rescan_mu_;                           // one Rescan at a time: the last scan is the one published
   std::mutex config_mu_;                           // the two below: watcher and reload threads
   config::DaemonConfig base_config_;               // the settings as read (before found models)
   std::vector<std::string> found_embedding_;       // embedding models found on disk
+  std::map<std::string, config::ModelGenerationDefaults> found_defaults_;  // manifests' PARAMETERs, by model
+  uint64_t kv_share_bytes_ = 0;  // each model's automatic KV pool may take this much (Start)
   std::unique_ptr<transport::UnixListener> listener_;
   std::unique_ptr<HttpFrontend> http_;  // after workers_: destroyed (stopped) before them
   std::thread accept_thread_;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <memory>
 #include <optional>
+#include <utility>
 
 #include "format/session_file.h"
 #include "http/anthropic/anthropic_routes.h"
@@ -106,12 +108,24 @@ http::Peer IdentifyTcpPeer(int fd, const transport::AccessPolicy& policy) {
   return peer;
 }
 
+// The Responses API's stored responses: limits from the config (read at start), files under
+// session_dir/responses when session_dir is set.
+std::shared_ptr<http::ResponseStore> MakeResponseStore(const config::DaemonConfig& c) {
+  http::ResponseStoreOptions o;
+  o.max_responses = c.responses_max_stored;
+  o.max_bytes = static_cast<uint64_t>(c.responses_max_mb) << 20;
+  o.ttl_ms = c.responses_ttl_ms;
+  if (!c.session_dir.empty()) o.dir = c.session_dir + "/responses";
+  return std::make_shared<http::ResponseStore>(std::move(o));
+}
+
 // The APIs served, each a front end of its own (src/http/<api>/); the first is the default,
 // whose shape a path no API claims gets. A new API is one more line here.
-std::unique_ptr<http::ApiRouter> MakeRouter(ServerContext& ctx, const http::ApiOptions& options) {
+std::unique_ptr<http::ApiRouter> MakeRouter(const config::DaemonConfig& c, ServerContext& ctx,
+                                            const http::ApiOptions& options) {
   auto router = std::make_unique<http::ApiRouter>(ctx, options);
   router->Register(std::make_unique<http::OpenAiRoutes>(ctx, options));
-  router->Register(std::make_unique<http::ResponsesRoutes>(ctx));
+  router->Register(std::make_unique<http::ResponsesRoutes>(ctx, options, MakeResponseStore(c)));
   router->Register(std::make_unique<http::AnthropicRoutes>(ctx));
   router->Register(std::make_unique<http::OllamaRoutes>(ctx, options));
   return router;
@@ -148,7 +162,7 @@ Result<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(const config::DaemonCo
         ListenLoopback(c, c.ollama_listen, &api, &f->ollama_fd_, &ollama_address).WithContext("ollama_listen"));
     so.second_tcp_fd = f->ollama_fd_;
   }
-  f->router_ = MakeRouter(ctx, api);
+  f->router_ = MakeRouter(c, ctx, api);
   ApplyConnectionLimits(c, &so);
   HttpFrontend* self = f.get();
   so.admit = [self, &policy](int fd) { return AdmitPeer(fd, policy, &self->reject_log_); };

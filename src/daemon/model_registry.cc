@@ -149,6 +149,16 @@ std::optional<ModelSource> ModelRegistry::Find(const std::optional<std::string>&
   return e->source;
 }
 
+bool ModelRegistry::InUse(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const EntryPtr& e : entries_) {
+    if (e->source.name == name && (e->leases > 0 || e->waiting > 0 || e->queued || e->state == State::kLoading)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 ModelRegistry::EntryPtr ModelRegistry::FindLocked(const std::optional<std::string>& name) const {
   if (!name) return entries_.empty() || !entries_.front()->source.configured ? nullptr : entries_.front();
   for (const std::string& want : {*name, name->ends_with(":latest") ? name->substr(0, name->size() - 7) : std::string()}) {

@@ -91,6 +91,9 @@ class ModelRegistry {
   // ServerState::Acquire.
   Result<sched::WorkerRef> Acquire(const std::optional<std::string>& name, int64_t wait_ms,
                                    std::optional<int64_t> keep_alive_ms);
+  // Whether requests hold the model `name` (leases), wait for it, or it is loading: a delete
+  // is refused then. By its exact name; withdrawn entries still unloading count too.
+  bool InUse(const std::string& name) const;
   // What the loaded models take, and the budget (bytes; 0: none).
   uint64_t used_bytes() const;
   uint64_t budget_bytes() const { return budget_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/model_registry.h"
+#include "sched/model_admin.h"
 #include "sched/server_state.h"
 
 namespace llmd::daemon {
@@ -43,6 +44,9 @@ class ServerContext final : public sched::ServerState {
     if (registry_ == nullptr) return sched::ServerState::Acquire(name, wait_ms, keep_alive_ms);
     return registry_->Acquire(name, wait_ms, keep_alive_ms);
   }
+  sched::ModelAdmin* model_admin() override { return model_admin_.load(); }
+  // Once the models directories are watched; `admin` outlives this context's users.
+  void set_model_admin(sched::ModelAdmin* admin) { model_admin_ = admin; }
   // Startup, before any front end starts; `registry` outlives this context's users.
   void set_registry(ModelRegistry* registry) { registry_ = registry; }
 
@@ -62,6 +66,7 @@ class ServerContext final : public sched::ServerState {
   mutable std::mutex config_mu_;
   std::shared_ptr<const config::DaemonConfig> config_;  // guarded by config_mu_
   ModelRegistry* registry_ = nullptr;  // set before any front end starts
+  std::atomic<sched::ModelAdmin*> model_admin_{nullptr};  // set once the models directories are watched
   sched::RateLimiter& rate_limiter_;
   sched::RequestCounters requests_;
   std::atomic<bool> ready_{false};

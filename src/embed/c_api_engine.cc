@@ -3,6 +3,7 @@
 // No C++ exception crosses the C boundary.
 #include "llmd/llmd_engine.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -18,6 +19,7 @@ struct llmd_engine {
 
 struct llmd_chat {
   std::unique_ptr<llmd::LocalChat> chat;
+  std::atomic<int32_t> overflow{LLMD_OVERFLOW_ERROR};  // llmd_chat_set_overflow
 };
 
 namespace {
@@ -202,7 +204,26 @@ llmd_status llmd_chat_ask(llmd_chat* chat, const char* user, const llmd_generate
   if (text_out == nullptr) return Invalid("text_out", errmsg);
   *text_out = nullptr;
   return Guarded(errmsg, [&] {
-    return Deliver(chat->chat->Ask(user, ToOptions(params), ToCallback(on_text, user_data)), text_out, errmsg);
+    llmd::LocalGenerateOptions options = ToOptions(params);
+    if (chat->overflow.load() == LLMD_OVERFLOW_DROP_OLDEST) options.overflow = llmd::LocalOverflow::kDropOldest;
+    return Deliver(chat->chat->Ask(user, options, ToCallback(on_text, user_data)), text_out, errmsg);
+  });
+}
+
+llmd_status llmd_chat_set_overflow(llmd_chat* chat, int32_t overflow) {
+  if (chat == nullptr) return LLMD_ERR_INVALID_ARGUMENT;
+  if (overflow != LLMD_OVERFLOW_ERROR && overflow != LLMD_OVERFLOW_DROP_OLDEST) return LLMD_ERR_INVALID_ARGUMENT;
+  chat->overflow.store(overflow);
+  return LLMD_OK;
+}
+
+llmd_status llmd_chat_last_dropped(const llmd_chat* chat, int32_t* dropped_tokens, int32_t* dropped_turns) {
+  if (chat == nullptr || dropped_tokens == nullptr || dropped_turns == nullptr) return LLMD_ERR_INVALID_ARGUMENT;
+  return Guarded(nullptr, [&] {
+    const llmd::LocalStats s = chat->chat->last_stats();
+    *dropped_tokens = s.dropped_tokens;
+    *dropped_turns = s.dropped_turns;
+    return LLMD_OK;
   });
 }
 

@@ -1,11 +1,15 @@
 #include "llmd/engine.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <mutex>
 #include <shared_mutex>
+#include <system_error>
 
 #include "engine/llama/llama_engine.h"
 #include "sched/engine_worker.h"
 #include "sched/job_waiter.h"
+#include "sched/memory_guard.h"
 #include "sched/warm_up.h"
 
 namespace llmd {
@@ -54,6 +58,7 @@ struct LocalEngine::Impl {
     job.stream = static_cast<bool>(on_text);
     job.request_class = static_cast<RequestClass>(o.request_class);  // the same values
     if (o.first_token_deadline_ms > 0) job.first_token_deadline_ms = o.first_token_deadline_ms;
+    if (o.overflow == LocalOverflow::kDropOldest) job.overflow = engine::ContextOverflow::kDropOldest;
     auto channel = job.channel;
     std::shared_lock<std::shared_mutex> lock(mu);
     if (!worker) return UnavailableError("the engine was released");
@@ -82,7 +87,8 @@ struct LocalEngine::Impl {
   LocalStats Record(const engine::GenerationStats& st) {
     std::lock_guard<std::mutex> lock(stats_mu);
     last = {load_ms, st.prefill_ms, st.ttft_ms, st.decode_ms, st.prompt_tokens, st.cached_tokens,
-            st.generated_tokens, std::string(engine::FinishReasonName(st.finish_reason))};
+            st.generated_tokens, std::string(engine::FinishReasonName(st.finish_reason)), st.dropped_tokens,
+            st.dropped_turns};
     return last;
   }
 };
@@ -98,10 +104,26 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, 
   return Load(path, o);
 }
 
+namespace {
+
+// An automatic pool's share of the memory: what is available now less the model file and a
+// margin (llama.cpp's 1 GiB, a quarter of less), as the daemon reckons it.
+uint64_t AutomaticKvBudget(const std::string& path) {
+  const uint64_t available = sched::AvailableMemoryBytes().value_or(0);
+  std::error_code ec;
+  const uint64_t file = std::filesystem::file_size(path, ec);
+  const uint64_t used = (ec ? 0 : file) + std::min<uint64_t>(uint64_t{1} << 30, available / 4);
+  return available > used ? available - used : 1;  // 1: the smallest pool
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LocalEngine>> LocalEngine::Load(const std::string& path, const LocalEngineOptions& options) {
   engine::EngineConfig config;
   config.model_path = path;
+  if (options.context_tokens < 0) return InvalidArgumentError("context_tokens must be >= 0 (0: automatic)");
   config.context_tokens = options.context_tokens;
+  config.kv_budget_bytes = AutomaticKvBudget(path);
   if (options.sequences < 1 || options.reserved_sequences < 0) {
     return InvalidArgumentError("sequences must be >= 1 and reserved_sequences >= 0");
   }

@@ -90,7 +90,11 @@ struct ModelInfo {
   std::string description;   // e.g. "qwen3 0.6B Q4_0"
   uint64_t file_bytes = 0;
   uint64_t parameters = 0;
-  int32_t context_tokens = 0;  // the KV cache size in use
+  int32_t context_tokens = 0;  // the most tokens one request may hold (prompt and answer)
+  // The cells of the one KV pool the sequences share (a request may use all of it); 0: each
+  // sequence has a stream of context_tokens of its own.
+  int32_t pool_tokens = 0;
+  int32_t trained_context = 0;  // the context the model was trained for; 0: the file does not say
   int32_t vocab_size = 0;
   bool has_chat_template = false;  // false: the ChatML fallback is used
   uint8_t device_index = 0;  // the main device's index among the build's devices (0: CPU)

@@ -53,6 +53,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(std::move(options))
   info_.architecture = "fake";
   info_.description = options_.memory == FakeMemory::kRecurrent ? "fake recurrent" : "fake attention";
   info_.context_tokens = options_.context_tokens;
+  info_.pool_tokens = options_.pool_tokens;
   info_.vocab_size = kVocabSize;
   info_.has_chat_template = true;
   info_.sequences = options_.sequences;

@@ -186,9 +186,10 @@ Status Validate(const PlacementRequest& r) {
 
 ModelFootprint ModelFootprint::FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
                                         double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs,
-                                        bool flash_attention, SpeculationFootprint speculation) {
+                                        bool flash_attention, SpeculationFootprint speculation,
+                                        uint32_t pool_tokens) {
   ModelFootprint m;
-  const uint64_t cells = uint64_t{context_tokens} * sequences;
+  const uint64_t cells = pool_tokens > 0 ? uint64_t{pool_tokens} : uint64_t{context_tokens} * sequences;
   m.layer_bytes = gguf.layer_bytes;
   if (m.layer_bytes.size() < gguf.block_count) m.layer_bytes.resize(gguf.block_count, 0);
   m.output_bytes = gguf.output_bytes;

@@ -48,10 +48,11 @@ struct ModelFootprint {
   // `kv_bytes_per_value` is the cache type's size (2 for f16, 34/32 for q8_0, ...), `ubatch`
   // the prompt micro-batch, `outputs` the logits a step may ask for (one per sequence when
   // generating). Without flash attention the attention scores need room too. The file's MTP
-  // blocks (nextn_layers, after the trunk) count only when `speculation.mtp`.
+  // blocks (nextn_layers, after the trunk) count only when `speculation.mtp`. With
+  // `pool_tokens` the sequences share one KV pool of that many cells instead.
   static ModelFootprint FromGguf(const format::GgufSummary& gguf, uint32_t context_tokens, uint32_t sequences,
                                  double kv_bytes_per_value, uint32_t ubatch, uint32_t outputs, bool flash_attention,
-                                 SpeculationFootprint speculation = {});
+                                 SpeculationFootprint speculation = {}, uint32_t pool_tokens = 0);
 };
 
 // One device the model may use, with what it can hold.

@@ -64,7 +64,15 @@ struct SpeculativeConfig {
 // How the engine loads a model and sizes its context.
 struct EngineConfig {
   std::string model_path;
-  int32_t context_tokens = 2048;   // KV cache per sequence (the seed's max_context_len)
+  // Tokens one request may hold (the seed's max_context_len), each sequence with a KV stream
+  // of its own. 0: automatic (engine/context_size.h): one pool shared by the sequences.
+  int32_t context_tokens = 0;
+  // The cells of one KV pool every sequence draws on; 0: a stream per sequence. Set by
+  // ResolveContext when context_tokens is automatic.
+  int32_t pool_tokens = 0;
+  // An automatic pool's KV cache takes at most this many bytes (the memory budget's share);
+  // 0: the model's trained context, whatever it takes.
+  uint64_t kv_budget_bytes = 0;
   int32_t sequences = 1;           // sequences decoded together (continuous batching slots)
   int32_t batch_tokens = 512;      // prompt tokens per decode call
   int32_t threads = 0;             // 0: one per online CPU
@@ -133,11 +141,22 @@ struct SamplingParams {
 // Per-request generation limits and options.
 struct GenerateOptions {
   int32_t max_tokens = 256;  // 0 returns at once with finish reason "length"
+  // This request's own context (prompt and answer), at most the model's; 0: the model's.
+  // Ollama's options.num_ctx.
+  int32_t context_tokens = 0;
   SamplingParams sampling;
   bool strip_think = true;   // remove <think>...</think> from the returned text
   // This request's cap on tokens drafted per step (speculative decoding); 0: no speculation;
   // -1: the server's draft_max.
   int32_t draft_max = -1;
+};
+
+// What to do with a chat whose prompt does not fit the context (the client chooses, per
+// request): refuse it with the counts (the default), or drop the oldest whole turns, keeping
+// the system prompt and the newest turn (sched/prompt_overflow.h).
+enum class ContextOverflow : uint8_t {
+  kError,
+  kDropOldest,
 };
 
 enum class FinishReason : uint8_t {
@@ -171,6 +190,10 @@ struct GenerationStats {
   // it was paused (its memory kept) so that a higher class could run.
   double queue_ms = 0;
   int32_t preemptions = 0;
+  // ContextOverflow::kDropOldest: the prompt tokens and whole turns dropped from the front of
+  // the chat (after the system prompt) so the rest fits the context; 0 and 0 when none were.
+  int32_t dropped_tokens = 0;
+  int32_t dropped_turns = 0;
 
   double decode_tokens_per_second() const;
   double prefill_tokens_per_second() const;

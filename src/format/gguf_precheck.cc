@@ -322,7 +322,7 @@ class Prechecker {
 
   // The architecture-prefixed hyperparameters the planner needs. They may come before
   // general.architecture, so they are kept by full key and resolved at the end.
-  static constexpr const char* kShapeSuffixes[] = {".block_count", ".embedding_length", ".attention.head_count",
+  static constexpr const char* kShapeSuffixes[] = {".block_count", ".context_length", ".embedding_length", ".attention.head_count",
                                                    ".attention.head_count_kv", ".attention.key_length",
                                                    ".attention.value_length", ".full_attention_interval",
                                                    ".ssm.conv_kernel", ".ssm.inner_size", ".ssm.state_size",
@@ -352,6 +352,7 @@ class Prechecker {
       return it == shape_.end() ? 0u : it->second;
     };
     summary_.block_count = get(".block_count");
+    summary_.context_length = get(".context_length");
     const uint32_t embd = get(".embedding_length"), heads = get(".attention.head_count");
     summary_.embedding_length = embd;
     summary_.head_count = heads;

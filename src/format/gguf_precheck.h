@@ -44,6 +44,7 @@ struct GgufSummary {
   // The model's shape, for placement planning: 0 where the file does not say (or says it
   // per layer, as an array).
   uint32_t block_count = 0;       // <arch>.block_count
+  uint32_t context_length = 0;    // <arch>.context_length: the context the model was trained for
   uint32_t embedding_length = 0;  // <arch>.embedding_length
   uint32_t head_count = 0;        // <arch>.attention.head_count
   uint32_t head_count_kv = 0;     // <arch>.attention.head_count_kv (else head_count)

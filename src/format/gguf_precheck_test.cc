@@ -37,8 +37,9 @@ TEST(GgufPrecheck, AcceptsAMinimalValidFile) {
 TEST(GgufPrecheck, SummarizesTheShapeForPlacement) {
   // Shape keys before general.architecture, F32 tensors of 32 elements (128 bytes) each.
   GgufBuilder b;
-  b.Header(6, 6)
+  b.Header(6, 7)
       .KvU32("qwen3.block_count", 2)
+      .KvU32("qwen3.context_length", 40960)
       .KvU32("qwen3.embedding_length", 64)
       .KvU32("qwen3.attention.head_count", 4)
       .KvU32("qwen3.attention.head_count_kv", 2)
@@ -55,6 +56,7 @@ TEST(GgufPrecheck, SummarizesTheShapeForPlacement) {
   auto r = Check(b.bytes());
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   EXPECT_EQ(r->block_count, 2u);
+  EXPECT_EQ(r->context_length, 40960u);
   EXPECT_EQ(r->embedding_length, 64u);
   EXPECT_EQ(r->head_count, 4u);
   EXPECT_EQ(r->head_count_kv, 2u);

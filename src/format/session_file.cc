@@ -13,8 +13,10 @@ namespace {
 
 constexpr std::string_view kMagic = "LLMDSES1";
 // Version 2: the model fingerprint covers the real vocabulary size (version 1 files hashed it
-// as 0, so their fingerprints cannot be compared).
-constexpr uint32_t kVersion = 2;
+// as 0, so their fingerprints cannot be compared). Version 3: the turn starts follow the
+// tokens; a version 2 file still loads, without them.
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestReadable = 2;
 
 uint32_t Crc32(std::string_view data) {
   static const std::array<uint32_t, 256> table = [] {
@@ -61,6 +63,8 @@ std::string EncodeSession(const SessionData& s, uint64_t fingerprint) {
   out += s.system;
   Put(out, s.tokens.size(), 4);
   for (int32_t t : s.tokens) Put(out, static_cast<uint32_t>(t), 4);
+  Put(out, s.turn_starts.size(), 4);
+  for (uint32_t start : s.turn_starts) Put(out, start, 4);
   std::string length;
   Put(length, out.size() + 4, 8);
   out.replace(12, 8, length);
@@ -73,8 +77,9 @@ Result<SessionData> DecodeSession(std::string_view in, uint64_t fingerprint, int
   constexpr size_t kFixed = 8 + 4 + 8 + 8 + 4 + 4 + 4;
   if (in.size() < kFixed) return Bad("is truncated");
   if (in.substr(0, 8) != kMagic) return Bad("has no LLMDSES1 magic");
-  if (const uint64_t version = Get(in, 8, 4); version != kVersion) {
-    if (version < kVersion) {
+  const uint64_t version = Get(in, 8, 4);
+  if (version < kOldestReadable || version > kVersion) {
+    if (version < kOldestReadable) {
       return Bad("was saved by an older llmd (session format " + std::to_string(version) +
                  "); start a new session");
     }
@@ -94,12 +99,26 @@ Result<SessionData> DecodeSession(std::string_view in, uint64_t fingerprint, int
   at += system_len;
   uint64_t n = Get(in, at, 4);
   at += 4;
-  if (n * 4 != in.size() - 4 - at) return Bad("token count does not match the file size");
+  const bool has_turns = version >= 3;
+  const uint64_t rest = in.size() - 4 - at;  // after the count: tokens (and the turn starts), then the crc
+  if (has_turns ? (n * 4 + 4 > rest) : (n * 4 != rest)) return Bad("token count does not match the file size");
   s.tokens.reserve(n);
   for (uint64_t i = 0; i < n; ++i, at += 4) {
     auto t = static_cast<int32_t>(Get(in, at, 4));
     if (t < 0 || t >= vocab_size) return Bad("holds token " + std::to_string(t) + ", outside the vocabulary");
     s.tokens.push_back(t);
+  }
+  if (!has_turns) return s;
+  const uint64_t turns = Get(in, at, 4);
+  at += 4;
+  if (turns * 4 != in.size() - 4 - at) return Bad("turn count does not match the file size");
+  for (uint64_t i = 0; i < turns; ++i, at += 4) {
+    const auto start = static_cast<uint32_t>(Get(in, at, 4));
+    if (start >= n || (!s.turn_starts.empty() && start <= s.turn_starts.back())) {
+      return Bad("holds turn start " + std::to_string(start) + ", not ascending inside its " + std::to_string(n) +
+                 " tokens");
+    }
+    s.turn_starts.push_back(start);
   }
   return s;
 }

@@ -2,9 +2,14 @@
 // (never llama.cpp's KV state, whose loader has had memory-safety bugs: the cache is rebuilt
 // by prefilling the tokens on the next turn).
 //
-//   "LLMDSES1" | version u32 (2)  | total length u64 | model fingerprint u64 |
+//   "LLMDSES1" | version u32 (3)  | total length u64 | model fingerprint u64 |
 //   system: u32 length + bytes | tokens: u32 count + i32 each |
+//   turn starts: u32 count + u32 each (version 3) |
 //   crc32 u32 of everything before it                                    (little-endian)
+//
+// The turn starts (where each turn's user message begins in the tokens, ascending) let
+// overflow drop_oldest cut whole turns. A version 2 file has none: it loads, and its whole
+// history is kept like the system prompt (never dropped); turns after it can be.
 //
 // A file is trusted only after every length is checked against the file, the checksum
 // matches, the fingerprint names the loaded model and every token is in its vocabulary.
@@ -26,6 +31,7 @@ inline constexpr uint64_t kMaxSessionFileBytes = 16 << 20;
 struct SessionData {
   std::string system;
   std::vector<int32_t> tokens;
+  std::vector<uint32_t> turn_starts;  // ascending, each inside `tokens`
 };
 
 std::string EncodeSession(const SessionData& session, uint64_t model_fingerprint);

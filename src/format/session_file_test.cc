@@ -59,11 +59,47 @@ TEST(SessionFile, RejectsForeignCraftedAndTruncatedFiles) {
   EXPECT_NE(err(DecodeSession(longer, 42, 151936)).find("bytes but has"), std::string::npos);
   // A huge token count under a checksum that matches: refused by the size check.
   std::string crafted = EncodeSession(SessionData{"", {}}, 42);
-  crafted.resize(crafted.size() - 4);                                   // drop the crc
-  crafted.replace(crafted.size() - 4, 4, std::string("\xff\xff\xff\x7f", 4));  // count 2^31-1
+  crafted.resize(crafted.size() - 4);                          // drop the crc
+  crafted.replace(32, 4, std::string("\xff\xff\xff\x7f", 4));  // token count 2^31-1 (after the empty system)
   crafted += Crc32ForTest(crafted);
   EXPECT_NE(err(DecodeSession(crafted, 42, 151936)).find("token count"), std::string::npos);
   EXPECT_NE(err(DecodeSession("not a session", 42, 10)).find("truncated"), std::string::npos);
+}
+
+// Re-seals `file` after an edit: its length field and checksum.
+std::string Reseal(std::string file) {
+  file.resize(file.size() - 4);
+  const uint64_t length = file.size() + 4;
+  for (int i = 0; i < 8; ++i) file[12 + i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  return file + Crc32ForTest(file);
+}
+
+TEST(SessionFile, TurnStartsRoundTrip) {
+  const SessionData with_turns{"Be brief.", {1, 2, 3, 4, 5, 6}, {1, 4}};
+  auto back = DecodeSession(EncodeSession(with_turns, 42), 42, 151936);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->tokens, with_turns.tokens);
+  EXPECT_EQ(back->turn_starts, with_turns.turn_starts);
+}
+
+// A version 2 file (before the turn starts) still loads: its history has no turns to drop.
+TEST(SessionFile, AVersion2FileLoadsWithoutTurnStarts) {
+  std::string v2 = EncodeSession(kSession, 42);
+  v2.erase(v2.size() - 8, 4);  // the turn count (0), just before the crc
+  v2[8] = 2;
+  auto back = DecodeSession(Reseal(v2), 42, 151936);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->tokens, kSession.tokens);
+  EXPECT_TRUE(back->turn_starts.empty());
+}
+
+TEST(SessionFile, RefusesTurnStartsOutsideOrOutOfOrder) {
+  auto err = [](Result<SessionData> r) { return r.has_value() ? std::string() : r.error().message(); };
+  for (std::vector<uint32_t> bad : {std::vector<uint32_t>{4}, std::vector<uint32_t>{2, 2}, std::vector<uint32_t>{3, 1}}) {
+    const SessionData s{"", {1, 2, 3, 4}, bad};
+    EXPECT_NE(err(DecodeSession(EncodeSession(s, 42), 42, 100)).find("not ascending inside its 4 tokens"),
+              std::string::npos);
+  }
 }
 
 TEST(SessionFile, SessionIdsAreSafeFileNames) {

@@ -156,7 +156,9 @@ int ApiRouter::Health(const Request& req, Responder& out, const FrontEnd& front_
 
 int ApiRouter::Metrics(const Request& req, Responder& out, const FrontEnd& front_end) {
   if (req.method != "GET") return Send(out, front_end, WrongMethod(req, "GET"));
-  out.Send(200, "text/plain; version=0.0.4; charset=utf-8", RenderMetricsPage(state_));
+  std::string page = RenderMetricsPage(state_);
+  for (const auto& api : front_ends_) api->AppendMetrics(&page);
+  out.Send(200, "text/plain; version=0.0.4; charset=utf-8", page);
   return 200;
 }
 

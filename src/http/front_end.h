@@ -42,6 +42,8 @@ class FrontEnd {
   // A request for one of its paths, after the router's checks. Returns the HTTP status sent,
   // 0 when the client left first.
   virtual int Handle(const Request& request, Responder& out) = 0;
+  // Its own /metrics families, appended to the page (Prometheus text). Default: none.
+  virtual void AppendMetrics(std::string* /*page*/) const {}
 };
 
 // Constant-time comparison (its time depends only on the length of `given`).

@@ -53,11 +53,17 @@ struct GenerationRequest {
   // Ollama's keep_alive: how long the model's working memory stays after this request (0:
   // freed at once); none: the configured idle time.
   std::optional<int64_t> keep_alive_ms;
+  // Ollama's options.num_ctx: this request's own context (prompt and answer), at most the
+  // model's.
+  std::optional<int64_t> context_tokens;
   // Who waits on the answer (request_class_fields.h: service_tier, priority, X-Llmd-Class);
   // none: the peer's configured class.
   std::optional<RequestClass> request_class;
   // X-Llmd-Deadline-Ms: the first token is wanted within this many ms (Job).
   std::optional<uint32_t> first_token_deadline_ms;
+  // A chat longer than the context: refused (the default), or its oldest whole turns dropped
+  // (Responses truncation:"auto"; the usage then says what went).
+  engine::ContextOverflow overflow = engine::ContextOverflow::kError;
 };
 
 }  // namespace llmd::http

@@ -25,8 +25,10 @@ void WriteParams(PostcardWriter& w, const GenerateParams& p) {
   w.Option(p.draft_max, u32);
   // Written only when set, so a request that names no class is byte for byte what it was
   // before the field (and what a daemon from before it reads).
-  if (p.request_class || p.first_token_deadline_ms) w.Option(p.request_class, [&](uint8_t v) { w.U8(v); });
-  if (p.first_token_deadline_ms) w.Option(p.first_token_deadline_ms, u32);
+  const bool later = p.first_token_deadline_ms || p.overflow;  // a field after these is written
+  if (p.request_class || later) w.Option(p.request_class, [&](uint8_t v) { w.U8(v); });
+  if (later) w.Option(p.first_token_deadline_ms, u32);
+  if (p.overflow) w.Option(p.overflow, [&](uint8_t v) { w.U8(v); });
 }
 
 // Constraint { kind: u8, text: String }: the kind is one raw byte, the text at most
@@ -71,7 +73,15 @@ Status ReadParams(PostcardReader& r, GenerateParams* p) {
     return Status::Ok();
   }));
   if (r.done()) return Status::Ok();
-  return r.Option(&p->first_token_deadline_ms, u32);
+  LLMD_RETURN_IF_ERROR(r.Option(&p->first_token_deadline_ms, u32));
+  if (r.done()) return Status::Ok();
+  return r.Option(&p->overflow, [&](uint8_t* v) -> Status {
+    LLMD_RETURN_IF_ERROR(r.U8(v));
+    if (*v >= kOverflowPolicies) {
+      return InvalidArgumentError("overflow " + std::to_string(*v) + " is not a policy (0 error, 1 drop_oldest)");
+    }
+    return Status::Ok();
+  });
 }
 
 // The draft counters appended to Done's Stats and to ServerStats: a message from an older llmd
@@ -155,9 +165,14 @@ Response Response::Error(ErrorCode code, std::string message) {
 std::string EncodeRequest(const Request& r) {
   PostcardWriter w;
   w.Varint(static_cast<uint32_t>(r.type));
-  if (r.type == Request::Type::kChat || r.type >= Request::Type::kEndSession) {
+  if (r.type == Request::Type::kChat || (r.type >= Request::Type::kEndSession && r.type <= Request::Type::kDeleteSession)) {
     if (r.type != Request::Type::kStats && r.type != Request::Type::kModels) w.String(r.session);
   }
+  if (r.type == Request::Type::kPullModel || r.type == Request::Type::kCopyModel ||
+      r.type == Request::Type::kDeleteModel) {
+    w.String(r.model);
+  }
+  if (r.type == Request::Type::kCopyModel) w.String(r.destination);
   if (r.type == Request::Type::kGenerate || r.type == Request::Type::kGenerateStream ||
       r.type == Request::Type::kChat) {
     w.String(r.prompt);
@@ -193,7 +208,15 @@ Result<Request> DecodeRequest(std::string_view payload) {
     case 2:
     case 6:
     case 7:
+    case 14:
       req.type = static_cast<Request::Type>(variant);
+      break;
+    case 11:
+    case 12:
+    case 13:
+      req.type = static_cast<Request::Type>(variant);
+      LLMD_RETURN_IF_ERROR(r.String(&req.model));
+      if (variant == 12) LLMD_RETURN_IF_ERROR(r.String(&req.destination));
       break;
     default:
       return UnimplementedError("unsupported request variant " + std::to_string(variant));
@@ -233,8 +256,15 @@ std::string EncodeResponse(const Response& r) {
       w.F32(r.stats.guard_ms);
       w.Varint(r.stats.draft_tokens);
       w.Varint(r.stats.accepted_draft_tokens);
+      w.Varint(r.stats.dropped_tokens);
+      w.Varint(r.stats.dropped_turns);
       break;
     case Response::Type::kAck:
+      break;
+    case Response::Type::kPullProgress:
+      w.String(r.pull_status);
+      w.Varint(r.pull_completed);
+      w.Varint(r.pull_total);
       break;
     case Response::Type::kServerStats: {
       const ServerStats& st = r.server_stats;
@@ -309,6 +339,7 @@ Result<Response> DecodeResponse(std::string_view payload) {
       resp.stats.finish_reason = static_cast<FinishReason>(finish);
       LLMD_RETURN_IF_ERROR(r.F32(&resp.stats.guard_ms));
       LLMD_RETURN_IF_ERROR(ReadAppendedCounters(r, &resp.stats.draft_tokens, &resp.stats.accepted_draft_tokens));
+      LLMD_RETURN_IF_ERROR(ReadAppendedCounters(r, &resp.stats.dropped_tokens, &resp.stats.dropped_turns));
       break;
     }
     case 5:
@@ -344,6 +375,11 @@ Result<Response> DecodeResponse(std::string_view payload) {
       for (auto& m : resp.models) LLMD_RETURN_IF_ERROR(r.String(&m));
       break;
     }
+    case 8:
+      LLMD_RETURN_IF_ERROR(r.String(&resp.pull_status));
+      LLMD_RETURN_IF_ERROR(r.Varint64(&resp.pull_completed));
+      LLMD_RETURN_IF_ERROR(r.Varint64(&resp.pull_total));
+      break;
     default:
       return UnimplementedError("unsupported response variant " + std::to_string(variant));
   }

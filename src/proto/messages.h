@@ -74,8 +74,16 @@ struct GenerateParams {
   // The first token is wanted within this many ms: refused at once with the expected wait
   // (Busy) when the scheduler cannot meet it; default: no deadline.
   std::optional<uint32_t> first_token_deadline_ms;
+  // A Chat whose prompt does not fit the context: 0 error (the default: refused with the
+  // counts), 1 drop_oldest (the oldest whole turns of the session are dropped, the system
+  // prompt and this turn kept; Done's stats say how many). kOverflowPolicies and above: refused.
+  std::optional<uint8_t> overflow;
   friend bool operator==(const GenerateParams&, const GenerateParams&) = default;
 };
+
+inline constexpr uint8_t kOverflowError = 0;
+inline constexpr uint8_t kOverflowDropOldest = 1;
+inline constexpr uint8_t kOverflowPolicies = 2;
 
 // LlmRequest.
 struct Request {
@@ -91,12 +99,19 @@ struct Request {
     kSaveSession = 8,     // SaveSession { session: String }: to session_dir
     kRestoreSession = 9,  // RestoreSession { session: String }: from session_dir
     kDeleteSession = 10,  // DeleteSession { session: String }: the saved file
+    // Model management, admins only (root, admin_uids, admin_gids):
+    kPullModel = 11,      // PullModel { source: String }: PullProgress frames, then Ack
+    kCopyModel = 12,      // CopyModel { source: String, destination: String }: Ack
+    kDeleteModel = 13,    // DeleteModel { model: String }: Ack
+    kRunningModels = 14,  // RunningModels: Models with the loaded ones (any allowed peer)
   };
   Type type = Type::kHealthCheck;
   std::string prompt;
   std::optional<uint32_t> max_tokens;
   GenerateParams params;  // kGenerateStream, kChat
   std::string session;    // kChat and the session requests
+  std::string model;        // kPullModel (the source), kCopyModel (the source), kDeleteModel
+  std::string destination;  // kCopyModel
 
   bool is_seed_request() const { return type <= Type::kShutdown; }
   friend bool operator==(const Request&, const Request&) = default;
@@ -117,6 +132,10 @@ struct Stats {
   // 0 from an older llmd (nothing follows `guard_ms` then).
   uint32_t draft_tokens = 0;
   uint32_t accepted_draft_tokens = 0;
+  // Appended: the prompt tokens and whole turns overflow drop_oldest dropped to fit the
+  // context; 0 from an older llmd (nothing follows `accepted_draft_tokens` then).
+  uint32_t dropped_tokens = 0;
+  uint32_t dropped_turns = 0;
   friend bool operator==(const Stats&, const Stats&) = default;
 };
 
@@ -190,6 +209,7 @@ struct Response {
     kAck = 5,        // Ack: the request was carried out (EndSession)
     kServerStats = 6,  // ServerStats { ... } (Stats)
     kModels = 7,     // Models { names: Vec<String> }
+    kPullProgress = 8,  // PullProgress { status: String, completed: u64, total: u64 }: a pull's progress
   };
   Type type = Type::kError;
   std::string text;               // kGenerated, kToken; the message for kError
@@ -201,6 +221,11 @@ struct Response {
   Stats stats;  // kDone
   ServerStats server_stats;         // kServerStats
   std::vector<std::string> models;  // kModels
+  // kPullProgress: where a pull is ("pulling manifest", "pulling <file>"), its bytes so far and
+  // the file's size (0: not known yet).
+  std::string pull_status;
+  uint64_t pull_completed = 0;
+  uint64_t pull_total = 0;
 
   static Response Error(ErrorCode code, std::string message);
   friend bool operator==(const Response&, const Response&) = default;

@@ -166,7 +166,7 @@ TEST(Messages, ConstraintTextMustBeUtf8) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().message(), "constraint: string is not valid UTF-8");
   Request last_field = ConstrainedStream(Constraint::Kind::kJsonSchema, "{}");
-  last_field.params.first_token_deadline_ms = 5;  // the last field, so "x" is past the end
+  last_field.params.overflow = kOverflowDropOldest;  // the last field, so "x" is past the end
   auto trailing = DecodeRequest(EncodeRequest(last_field) + "x");
   ASSERT_FALSE(trailing.has_value());
   EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
@@ -208,7 +208,7 @@ TEST(Messages, ResponsesMatchTheDocumentedBytes) {
   done.type = Response::Type::kDone;
   done.tokens_generated = 5;
   done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kLength, 0.0f};
-  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01 00 00 00 00 00 00");
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 01 00 00 00 00 00 00 00 00");
 }
 
 TEST(Messages, SessionStatsAndModelMessagesMatchTheDocumentedBytes) {
@@ -307,7 +307,7 @@ TEST(Messages, DoneDraftCounters) {
   done.type = Response::Type::kDone;
   done.tokens_generated = 5;
   done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kStop, 0.0f, 200, 150};
-  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 00 00 00 00 00 c8 01 96 01");
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 00 00 00 00 00 c8 01 96 01 00 00");
   const std::string older("\x04\x05\x0c\x00\x00\x00\xc0\x3f\x00\x00\x00\x40\x00\x00\x20\x41\x01\x00\x00\x00\x00", 21);
   auto back = DecodeResponse(older);
   ASSERT_TRUE(back.has_value()) << back.error().ToString();
@@ -321,6 +321,45 @@ TEST(Messages, DoneDraftCounters) {
   auto trailing = DecodeResponse(EncodeResponse(done) + "x");
   ASSERT_FALSE(trailing.has_value());
   EXPECT_NE(trailing.error().message().find("trailing bytes"), std::string::npos);
+}
+
+// overflow follows first_token_deadline_ms, written only when set (the fields before it as
+// None then); a request without it keeps its bytes, and a value past drop_oldest is refused.
+TEST(Messages, ChatOverflowPolicy) {
+  Request chat = Generate("Hi", std::nullopt);
+  chat.type = Request::Type::kChat;
+  chat.session = "s1";
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00 00");
+  chat.params.overflow = kOverflowDropOldest;
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00 00 00 00 01 01");
+  chat.params.overflow = kOverflowError;
+  ExpectRequestBytes(chat, "04 02 73 31 02 48 69 00 00 00 00 00 00 00 00 00 00 00 00 00 01 00");
+  chat.params.overflow.reset();
+  chat.params.first_token_deadline_ms = 300;  // a request from before overflow ends here
+  auto older = DecodeRequest(EncodeRequest(chat));
+  ASSERT_TRUE(older.has_value()) << older.error().ToString();
+  EXPECT_FALSE(older->params.overflow.has_value());
+  auto bad = DecodeRequest(EncodeRequest(chat) + std::string("\x01\x02", 2));  // Some(2)
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message(), "overflow 2 is not a policy (0 error, 1 drop_oldest)");
+}
+
+// Done's drop counters follow the draft counters; a Done from an older llmd ends before them
+// and reads them as 0.
+TEST(Messages, DoneDropCounters) {
+  Response done;
+  done.type = Response::Type::kDone;
+  done.tokens_generated = 5;
+  done.stats = {12, 0, 1.5f, 2.0f, 10.0f, FinishReason::kStop, 0.0f, 0, 0, 300, 2};
+  ExpectResponseBytes(done, "04 05 0c 00 00 00 c0 3f 00 00 00 40 00 00 20 41 00 00 00 00 00 00 00 ac 02 02");
+  const std::string older("\x04\x05\x0c\x00\x00\x00\xc0\x3f\x00\x00\x00\x40\x00\x00\x20\x41\x00\x00\x00\x00\x00"
+                          "\xc8\x01\x96\x01", 25);
+  auto back = DecodeResponse(older);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(back->stats.accepted_draft_tokens, 150u);
+  EXPECT_EQ(back->stats.dropped_tokens, 0u);
+  EXPECT_EQ(back->stats.dropped_turns, 0u);
+  EXPECT_FALSE(DecodeResponse(older + "\x05").has_value());  // one counter without the other: cut
 }
 
 // ServerStats from three generations of llmd: without memory, with memory and no draft
@@ -417,6 +456,34 @@ TEST(Messages, RejectsMalformedRequests) {
   EXPECT_NE(err(std::string("\x01junk", 5)).find("trailing bytes"), std::string::npos);
   EXPECT_NE(err(std::string("\x00\x02H", 3)).find("exceeds"), std::string::npos);
   EXPECT_NE(err(""), "");
+}
+
+// Model management: PullModel, CopyModel, DeleteModel, RunningModels and the PullProgress
+// frame, byte for byte (docs/protocol.md).
+TEST(Messages, ModelManagementRequestsAndPullProgress) {
+  Request pull;
+  pull.type = Request::Type::kPullModel;
+  pull.model = "hf.co/a/b";
+  ExpectRequestBytes(pull, "0b 09 68 66 2e 63 6f 2f 61 2f 62");
+  Request copy;
+  copy.type = Request::Type::kCopyModel;
+  copy.model = "a";
+  copy.destination = "b";
+  ExpectRequestBytes(copy, "0c 01 61 01 62");
+  Request del;
+  del.type = Request::Type::kDeleteModel;
+  del.model = "a";
+  ExpectRequestBytes(del, "0d 01 61");
+  Request running;
+  running.type = Request::Type::kRunningModels;
+  ExpectRequestBytes(running, "0e");
+  Response progress;
+  progress.type = Response::Type::kPullProgress;
+  progress.pull_status = "p";
+  progress.pull_completed = 300;
+  progress.pull_total = uint64_t{5} << 32;  // past 32 bits: a u64 varint
+  ExpectResponseBytes(progress, "08 01 70 ac 02 80 80 80 80 50");
+  EXPECT_FALSE(DecodeRequest(std::string("\x0c\x01\x61", 3)).has_value()) << "CopyModel without its destination";
 }
 
 TEST(Messages, RandomPayloadsNeverCrash) {

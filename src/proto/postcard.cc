@@ -45,6 +45,21 @@ Status PostcardReader::Varint32(uint32_t* v) {
   return InvalidArgumentError("varint overflows 32 bits");
 }
 
+Status PostcardReader::Varint64(uint64_t* v) {
+  uint64_t value = 0;
+  for (int i = 0; i < 10; ++i) {
+    if (pos_ >= in_.size()) return Truncated("a varint");
+    auto byte = static_cast<uint8_t>(in_[pos_++]);
+    if (i == 9 && (byte & 0xFE) != 0) return InvalidArgumentError("varint overflows 64 bits");
+    value |= static_cast<uint64_t>(byte & 0x7F) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      *v = value;
+      return Status::Ok();
+    }
+  }
+  return InvalidArgumentError("varint overflows 64 bits");
+}
+
 Status PostcardReader::U8(uint8_t* v) {
   if (pos_ >= in_.size()) return Truncated("a byte");
   *v = static_cast<uint8_t>(in_[pos_++]);

@@ -40,6 +40,7 @@ class PostcardReader {
   explicit PostcardReader(std::string_view in) : in_(in) {}
 
   Status Varint32(uint32_t* v);
+  Status Varint64(uint64_t* v);
   Status U8(uint8_t* v);
   Status Bool(bool* v);
   Status F32(float* v);

@@ -105,7 +105,8 @@ std::vector<engine::DevicePlacement> EngineWorker::placement() const {
 }
 
 HealthSnapshot EngineWorker::health() const {
-  return {model_loaded_.load(), device_index_.load(), kv_usage_.load(), fingerprint_.load(), vocab_size_.load()};
+  return {model_loaded_.load(), device_index_.load(), kv_usage_.load(), fingerprint_.load(), vocab_size_.load(),
+          context_tokens_.load()};
 }
 
 void EngineWorker::PublishHealth() {
@@ -119,9 +120,12 @@ void EngineWorker::PublishHealth() {
   device_index_ = info.device_index;
   fingerprint_ = info.fingerprint;
   vocab_size_ = info.vocab_size;
+  context_tokens_ = info.context_tokens;
   size_t used = 0;
   for (const auto& s : slots_) used += s->resident.size();
-  const double cells = static_cast<double>(info.context_tokens) * std::max<size_t>(1, slots_.size());
+  const double cells = info.pool_tokens > 0
+                           ? static_cast<double>(info.pool_tokens)
+                           : static_cast<double>(info.context_tokens) * std::max<size_t>(1, slots_.size());
   kv_usage_ = static_cast<float>(used / cells);
   const engine::MemoryUse memory = engine_->memory_use();
   std::lock_guard<std::mutex> lock(stats_mu_);
@@ -361,7 +365,17 @@ Result<std::pair<std::string, std::vector<engine::TokenId>>> EngineWorker::GetSe
 }
 
 void EngineWorker::PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens) {
-  sessions_.Restore(session, {std::move(system), std::move(tokens)});
+  sessions_.Restore(session, {std::move(system), std::move(tokens), {}});
+}
+
+Result<StoredSession> EngineWorker::SessionCopy(const std::string& session) const {
+  std::optional<StoredSession> stored = sessions_.Get(session);
+  if (!stored.has_value()) return NotFoundError("no chat session '" + session + "'");
+  return std::move(*stored);
+}
+
+void EngineWorker::PutSession(const std::string& session, StoredSession stored) {
+  sessions_.Restore(session, std::move(stored));
 }
 
 WorkerStats EngineWorker::stats() const {

@@ -138,6 +138,7 @@ struct HealthSnapshot {
   float kv_cache_usage = 0;
   uint64_t model_fingerprint = 0;
   int32_t vocab_size = 0;
+  int32_t context_tokens = 0;  // what one request may hold (ModelInfo::context_tokens)
 };
 
 // How long after an interactive job lower classes keep sharing each step's prefill: a voice
@@ -162,6 +163,9 @@ class EngineWorker {
   // A session's system prompt and exact tokens (NotFound if none), and the reverse.
   Result<std::pair<std::string, std::vector<engine::TokenId>>> GetSession(const std::string& session) const;
   void PutSession(const std::string& session, std::string system, std::vector<engine::TokenId> tokens);
+  // The same with the turn starts (what a session file keeps, so drop_oldest can cut whole turns).
+  Result<StoredSession> SessionCopy(const std::string& session) const;
+  void PutSession(const std::string& session, StoredSession stored);
   WorkerStats stats() const;
 
   // What a new job of class `c` with about `prompt_tokens` to prefill would wait for its first
@@ -233,6 +237,12 @@ class EngineWorker {
   void Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<engine::Sampler> sampler);
   void RunEmbeddings(Job& job);
   Result<engine::ChatPlan> BuildPrompt(Job& job);
+  // engine_worker_overflow.cc: with ContextOverflow::kDropOldest, a chat prompt longer than
+  // the context loses its oldest whole turns (sched/prompt_overflow.h); the job records what
+  // went. Any other prompt comes back as it is.
+  Result<engine::ChatPlan> FitToContext(Job& job, Result<engine::ChatPlan> plan);
+  // A session turn's `tokens`, appended at `at`: where its user message starts, if that can be told.
+  void NoteTurnStart(SessionTurn& turn, size_t at, const std::vector<engine::TokenId>& tokens) const;
   // Where the shape of a decode changes its arithmetic (MemoryCapabilities::
   // decode_shape_tokens): prompts are prefilled cut at PrefillCuts and steps are decoded in
   // ShapeStableCalls, so the cache never changes an answer.
@@ -265,11 +275,21 @@ class EngineWorker {
                    const std::vector<std::pair<Slot*, int32_t>>& outputs);
   void RecoverFailedStep(const std::vector<engine::DecodeItem>& batch, const Status& error);
   // Memory pressure (engine_worker_park.cc): a step the engine has no room for frees memory,
-  // one slot at a time (idle slots' cached prefixes, then paused slots'), and is retried.
-  Status DecodeFreeingPausedMemory(const std::vector<engine::DecodeItem>& call);
+  // one slot at a time (idle slots' cached prefixes, then paused slots', then the running
+  // slot that ranks lowest, which then waits for room), and is retried without what gave way.
+  Status DecodeFreeingMemory(std::vector<engine::DecodeItem>* call);
   bool FreeOneIdleSlot();
   bool FreeOnePausedSlot();
+  bool PreemptForMemory();
+  // The slot's memory leaves the engine: parked in host memory within the budget, else
+  // dropped to be recomputed.
+  bool GiveUpMemory(Slot& slot);
   void Recompute(Slot& slot);
+  // A full pool's refusal, with the numbers: what `slot` holds and needs, what the others hold.
+  Status PoolFullError(const Slot& slot) const;
+  // The context a job runs in: the model's, or less where the request asks (num_ctx).
+  int64_t ContextFor(const Job& job) const;
+  Status PromptTooLongError(size_t prompt_tokens, const Job& job) const;
   void ForgetParked(Slot& slot);
   // Parked slots the policy chose to run get their memory back; those that cannot sit out.
   void UnparkChosen(StepChoice* choice);
@@ -364,6 +384,7 @@ class EngineWorker {
   std::atomic<uint8_t> device_index_{0};
   std::atomic<uint64_t> fingerprint_{0};
   std::atomic<int32_t> vocab_size_{0};
+  std::atomic<int32_t> context_tokens_{0};
   std::atomic<int64_t> last_progress_ms_{0};
   std::thread thread_;
 };

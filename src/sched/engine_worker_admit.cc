@@ -21,7 +21,7 @@ Result<engine::ChatPlan> EngineWorker::BuildPrompt(Job& job) {
     plan.prompt = std::move(*prompt);
     return plan;
   };
-  return std::visit(
+  return FitToContext(job, std::visit(
       [&](auto& p) -> Result<engine::ChatPlan> {
         using T = std::decay_t<decltype(p)>;
         if constexpr (std::is_same_v<T, OneShotChat>) {
@@ -40,15 +40,17 @@ Result<engine::ChatPlan> EngineWorker::BuildPrompt(Job& job) {
           if (std::optional<StoredSession> stored = sessions_.Get(p.session)) {
             history = std::move(stored->tokens);
             system = std::move(stored->system);
+            p.turn_starts = std::move(stored->turn_starts);
           }
           LLMD_ASSIGN_OR_RETURN(auto turn, history.empty() ? engine_->ChatPrompt(system, p.user, sanitize)
                                                            : engine_->NextTurnPrompt(system, p.user, sanitize));
+          NoteTurnStart(p, history.size(), turn);
           history.insert(history.end(), turn.begin(), turn.end());
           p.system = std::move(system);
           return tokens_only(std::move(history));
         }
       },
-      job.prompt);
+      job.prompt));
 }
 
 namespace {
@@ -95,6 +97,31 @@ void EngineWorker::RunEmbeddings(Job& job) {
   job.channel->Push(JobEvent::Done(std::move(done)));
 }
 
+int64_t EngineWorker::ContextFor(const Job& job) const {
+  const int64_t model = engine_->model_info().context_tokens;
+  return job.options.context_tokens > 0 ? std::min<int64_t>(model, job.options.context_tokens) : model;
+}
+
+// The numbers a client needs to fix it: what the prompt takes, what a request may hold and
+// where that limit comes from.
+Status EngineWorker::PromptTooLongError(size_t prompt_tokens, const Job& job) const {
+  const engine::ModelInfo& info = engine_->model_info();
+  const int64_t n_ctx = ContextFor(job);
+  std::string where;
+  if (n_ctx < info.context_tokens) {
+    where = "the request's own context (num_ctx)";
+  } else if (info.pool_tokens > 0) {
+    where = "the KV pool the requests share, sized from the model's trained context (" +
+            std::to_string(info.trained_context) + ") and the memory budget";
+  } else {
+    where = "max_context_len in the config";
+  }
+  return InvalidArgumentError("prompt too long (" + std::to_string(prompt_tokens) + " tokens >= context of " +
+                              std::to_string(n_ctx) + "): a request holds at most " + std::to_string(n_ctx - 1) +
+                              " prompt tokens and one to generate; the limit is " + where)
+      .WithReason(ErrorReason::kPromptTooLong);
+}
+
 Status EngineWorker::CheckDeadline(const Job& job, size_t uncached_tokens) const {
   if (!job.first_token_deadline_ms) return Status::Ok();
   WaitEstimate estimate = EstimateWait(Costs(), 0, 0, 1, uncached_tokens);
@@ -124,12 +151,8 @@ void EngineWorker::Admit(Job job) {
   std::vector<engine::TokenId>* prompt = chat_plan.has_value() ? &chat_plan->prompt : nullptr;
   if (error.ok() && prompt->empty()) error = InvalidArgumentError("prompt is empty");
   if (error.ok() && job.options.max_tokens < 0) error = InvalidArgumentError("max_tokens must be >= 0");
-  const int64_t n_ctx = engine_->model_info().context_tokens;
-  if (error.ok() && static_cast<int64_t>(prompt->size()) >= n_ctx) {
-    error = InvalidArgumentError("prompt too long (" + std::to_string(prompt->size()) + " tokens >= context of " +
-                                 std::to_string(n_ctx) + ")")
-                .WithReason(ErrorReason::kPromptTooLong);
-  }
+  const int64_t n_ctx = ContextFor(job);
+  if (error.ok() && static_cast<int64_t>(prompt->size()) >= n_ctx) error = PromptTooLongError(prompt->size(), job);
   if (error.ok() && job.count_only) {
     engine::Completion counted;
     counted.stats.prompt_tokens = static_cast<int32_t>(prompt->size());
@@ -158,7 +181,7 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
     Unadmit(job, JobEvent::Error(late));
     return;
   }
-  const int64_t n_ctx = engine_->model_info().context_tokens;
+  const int64_t n_ctx = ContextFor(job);
   Slot& slot = *plan.target;
   const size_t keep = ApplyReuse(plan);
   slot.busy = true;

@@ -287,7 +287,11 @@ INSTANTIATE_TEST_SUITE_P(ParkedOrRecomputed, EngineWorkerPressure,
                          ::testing::Values(PressureCase{FakeMemory::kAttention, 1 << 20},
                                            PressureCase{FakeMemory::kAttention, 0},
                                            PressureCase{FakeMemory::kRecurrent, 1 << 20},
-                                           PressureCase{FakeMemory::kRecurrent, 0}));
+                                           PressureCase{FakeMemory::kRecurrent, 0}),
+                         [](const ::testing::TestParamInfo<PressureCase>& info) {
+                           return std::string(info.param.memory == FakeMemory::kAttention ? "Attention" : "Recurrent") +
+                                  (info.param.parked_budget_bytes > 0 ? "Parked" : "Recomputed");
+                         });
 
 TEST(EngineWorkerClasses, QueuedJobsShowTheirPositionAndExpectedWait) {
   Rig rig({.sequences = 1, .step_ms = 100, .item_ms = 1}, TestOptions());

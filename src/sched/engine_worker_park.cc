@@ -18,10 +18,15 @@
 
 namespace llmd::sched {
 
-Status EngineWorker::DecodeFreeingPausedMemory(const std::vector<engine::DecodeItem>& call) {
-  Status st = engine_->DecodeBatch(call);
-  while (st.code() == StatusCode::kResourceExhausted && (FreeOneIdleSlot() || FreeOnePausedSlot())) {
-    st = engine_->DecodeBatch(call);
+Status EngineWorker::DecodeFreeingMemory(std::vector<engine::DecodeItem>* call) {
+  // Slots that gave their memory up earlier in this step sit the rest of it out.
+  std::erase_if(*call, [&](const engine::DecodeItem& d) { return slots_[d.sequence]->memory_wait; });
+  if (call->empty()) return Status::Ok();
+  Status st = engine_->DecodeBatch(*call);
+  while (st.code() == StatusCode::kResourceExhausted && (FreeOneIdleSlot() || FreeOnePausedSlot() || PreemptForMemory())) {
+    std::erase_if(*call, [&](const engine::DecodeItem& d) { return slots_[d.sequence]->memory_wait; });
+    if (call->empty()) return Status::Ok();
+    st = engine_->DecodeBatch(*call);
   }
   return st;
 }
@@ -42,31 +47,84 @@ bool EngineWorker::FreeOneIdleSlot() {
   return true;
 }
 
+namespace {
+
+// Which of two running jobs gives way first: the lower class, then the newer (it has done
+// least).
+bool RanksBelow(const Job& a, uint64_t a_id, const Job& b, uint64_t b_id) {
+  if (a.request_class != b.request_class) return a.request_class > b.request_class;
+  return a_id > b_id;
+}
+
+}  // namespace
+
 // The lowest class's newest paused job gives its memory first: it has waited least.
 bool EngineWorker::FreeOnePausedSlot() {
   Slot* victim = nullptr;
   for (auto& s : slots_) {
     if (!s->busy || !s->paused || s->parked.has_value() || s->resident.empty()) continue;
-    if (victim == nullptr || s->job.request_class > victim->job.request_class ||
-        (s->job.request_class == victim->job.request_class && s->job_id > victim->job_id)) {
-      victim = s.get();
-    }
+    if (victim == nullptr || RanksBelow(s->job, s->job_id, victim->job, victim->job_id)) victim = s.get();
   }
   if (victim == nullptr) return false;
-  Result<std::string> parked = engine_->ParkSequence(victim->sequence);
+  GiveUpMemory(*victim);
+  return true;
+}
+
+// A full pool (one KV cache the sequences share): the running job that ranks lowest gives its
+// memory up and waits for a job to end; a higher class's job thus preempts a lower one's,
+// and a new job of the same class waits for the older ones. Needs two contenders: a job
+// alone in the pool has nobody to wait for.
+bool EngineWorker::PreemptForMemory() {
+  Slot* victim = nullptr;
+  size_t contenders = 0;
+  for (auto& s : slots_) {
+    if (!s->busy || s->memory_wait || s->parked.has_value()) continue;
+    ++contenders;
+    if (victim == nullptr || RanksBelow(s->job, s->job_id, victim->job, victim->job_id)) victim = s.get();
+  }
+  if (victim == nullptr || contenders < 2) return false;
+  if (!victim->resident.empty() && !GiveUpMemory(*victim)) return false;
+  if (!victim->paused) {
+    ++preemptions_;
+    ++victim->out.stats.preemptions;
+  }
+  victim->paused = true;
+  victim->memory_wait = true;
+  Log(LogLevel::kInfo, "waiting_for_memory", {{"sequence", std::to_string(victim->sequence)},
+                                              {"tokens", std::to_string(victim->prompt.size())}});
+  return true;
+}
+
+bool EngineWorker::GiveUpMemory(Slot& slot) {
+  Result<std::string> parked = engine_->ParkSequence(slot.sequence);
   if (parked.has_value() && parked_bytes_ + parked->size() <= options_.parked_budget_bytes) {
     parked_bytes_ += parked->size();
     ++parked_;
     ++parks_;
-    victim->parked = std::move(*parked);
-    victim->parked_tokens = std::move(victim->resident);
-    victim->resident.clear();
+    slot.parked = std::move(*parked);
+    slot.parked_tokens = std::move(slot.resident);
+    slot.resident.clear();
+    slot.draft.clear();
     return true;
   }
   // A drafter's memory cannot be rebuilt token by token: such a slot stays in place.
   if (!parked.has_value() && engine_->model_info().speculative.draft_max > 0) return false;
-  Recompute(*victim);
+  Recompute(slot);
   return true;
+}
+
+Status EngineWorker::PoolFullError(const Slot& slot) const {
+  const engine::ModelInfo& info = engine_->model_info();
+  size_t others = 0;
+  for (const auto& s : slots_) {
+    if (s.get() != &slot) others += s->resident.size();
+  }
+  const int64_t pool = info.pool_tokens > 0 ? info.pool_tokens : int64_t{info.context_tokens} * info.sequences;
+  return ResourceExhaustedError(
+             "the KV cache has no room: this request needs " + std::to_string(slot.prompt.size() + 1) +
+             " tokens, " + std::to_string(pool - static_cast<int64_t>(others)) + " of the cache's " +
+             std::to_string(pool) + " are free beside what other requests hold; retry, or give llmd more memory "
+             "(memory_budget_mb)");
 }
 
 // The slot's memory goes; it prefills its prompt again and feeds back what it generated.
@@ -110,13 +168,15 @@ void EngineWorker::UnparkChosen(StepChoice* choice) {
       ForgetParked(s);
       return true;
     }
-    // No room yet: it waits while others run; with nothing else holding memory, the parked
+    // No room yet: it waits for a job to end; with nothing else holding memory, the parked
     // copy cannot come back, and the slot recomputes instead.
     const bool others_hold_memory = std::ranges::any_of(
         slots_, [&](const auto& o) { return o.get() != &s && o->busy && !o->resident.empty(); });
     if (st.code() != StatusCode::kResourceExhausted || !others_hold_memory) {
       Log(LogLevel::kWarn, "unpark_failed", {{"error", st.ToString()}});
       Recompute(s);
+    } else {
+      s.memory_wait = true;
     }
     choice->paused.push_back(i);
     return false;

@@ -88,6 +88,8 @@ void EngineWorker::Emit(Slot& slot, std::string text, bool last) {
 void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   engine::GenerationStats& st = slot.out.stats;
   st.finish_reason = reason;
+  st.dropped_tokens = slot.job.dropped_tokens;
+  st.dropped_turns = slot.job.dropped_turns;
   if (slot.first_token_ms != 0) st.decode_ms = static_cast<double>(clock_.NowMs() - slot.first_token_ms);
   std::string tail = slot.utf8.Finish();
   if (slot.job.options.strip_think) tail = slot.think.Push(tail) + slot.think.Finish();
@@ -96,7 +98,7 @@ void EngineWorker::Finish(Slot& slot, engine::FinishReason reason) {
   RecordFinished(st);
   if (auto* turn = std::get_if<SessionTurn>(&slot.job.prompt)) {
     // The turn joins the session's history: exactly the tokens fed and generated.
-    StoredSession session{slot.session_system, slot.prompt};
+    StoredSession session{slot.session_system, slot.prompt, turn->turn_starts};
     session.tokens.insert(session.tokens.end(), slot.out.tokens.begin(), slot.out.tokens.end());
     sessions_.Record(turn->session, std::move(session));
   }
@@ -123,6 +125,8 @@ void EngineWorker::EndJob(Slot& slot) {
   ForgetParked(slot);
   slot.busy = false;
   slot.paused = false;
+  // Its memory is free now: the slots that waited for room try again.
+  for (auto& s : slots_) s->memory_wait = false;
   slot.has_pending = false;
   slot.draft.clear();
   slot.pacer = DraftPacer();

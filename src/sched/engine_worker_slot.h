@@ -28,6 +28,9 @@ struct EngineWorker::Slot {
 
   bool busy = false;
   bool paused = false;                    // sat out the last step for a higher class (StepPolicy)
+  // Gave its memory up to a slot that ranks above it in a full KV pool, or found no room of
+  // its own: sits out until another job ends and frees memory.
+  bool memory_wait = false;
   uint64_t job_id = 0;                    // distinguishes successive jobs on this slot
   Job job;
   std::string session_system;             // SessionTurn: the session's system prompt

@@ -17,7 +17,7 @@ int32_t EngineWorker::DraftLimit(const Slot& slot) const {
   if (const int32_t asked = slot.job.options.draft_max; asked >= 0) limit = std::min<int64_t>(limit, asked);
   // Tokens the job may still generate after the pending one, and room in the context.
   limit = std::min(limit, slot.budget - 1);
-  limit = std::min<int64_t>(limit, info.context_tokens - static_cast<int64_t>(slot.resident.size()) - 2);
+  limit = std::min<int64_t>(limit, ContextFor(slot.job) - static_cast<int64_t>(slot.resident.size()) - 2);
   // Memory that cannot be cut takes back at most rollback_tokens.
   if (!info.memory.partial_truncation) limit = std::min<int64_t>(limit, info.memory.rollback_tokens);
   return static_cast<int32_t>(std::max<int64_t>(0, limit));

@@ -24,7 +24,7 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .admitted = s.job_id,
                     .generating = s.has_pending,
                     .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),
-                    .waiting = s.wait_source != nullptr,
+                    .waiting = s.wait_source != nullptr || s.memory_wait,
                     .fixed_chunks = !s.cuts.empty()});
   }
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
@@ -100,8 +100,8 @@ bool EngineWorker::Step() {
   }
   for (auto& call : calls) OrderBySequence(&call);
   bool failed = false;
-  for (const auto& call : calls) {
-    if (Status st = DecodeFreeingPausedMemory(call); !st.ok()) {
+  for (auto& call : calls) {
+    if (Status st = DecodeFreeingMemory(&call); !st.ok()) {
       RecoverFailedStep(call, st);
       failed = true;
       continue;
@@ -216,7 +216,7 @@ void EngineWorker::RecoverFailedStep(const std::vector<engine::DecodeItem>& batc
     Status st = engine_->TruncateSequence(sequence, static_cast<int32_t>(slot.resident.size()));
     if (st.ok()) st = engine_->DecodeBatch(items);
     if (!st.ok()) {
-      Fail(slot, st);
+      Fail(slot, st.code() == StatusCode::kResourceExhausted ? PoolFullError(slot) : st);
       continue;
     }
     AfterDecode(items, OutputsOf(items));

@@ -28,6 +28,9 @@ struct SessionTurn {  // the next turn of a named chat session (created if new)
   std::string session;
   std::string system;  // used when the session is new
   std::string user;
+  // Set by the worker as it builds the prompt: where each turn's user message starts in it
+  // (the session's turns, then this one's), recorded with the session (StoredSession).
+  std::vector<uint32_t> turn_starts;
 };
 struct Conversation {  // a whole conversation (OpenAI messages)
   std::vector<chat::Message> messages;
@@ -98,6 +101,12 @@ struct Job {
   // Build and count the prompt only: Done carries stats.prompt_tokens; nothing is decoded,
   // no slot is touched and nothing is counted as a finished request.
   bool count_only = false;
+  // A chat prompt longer than the context: refused with the counts, or its oldest whole turns
+  // dropped (sched/prompt_overflow.h). Prompts without turns are refused either way.
+  engine::ContextOverflow overflow = engine::ContextOverflow::kError;
+  // Set by the worker when it dropped turns to fit (reported in the Completion's stats).
+  int32_t dropped_tokens = 0;
+  int32_t dropped_turns = 0;
   // How long the model keeps its working memory once idle after this job, instead of
   // WorkerOptions::idle_release_after_ms (Ollama's keep_alive); < 0: until the next job says.
   std::optional<int64_t> keep_alive_ms;

@@ -6,9 +6,25 @@ namespace llmd::sched {
 
 void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonConfig& c, Job* job) {
   job->sanitize = c.content_safety_check;
-  job->options.max_tokens = static_cast<int32_t>(std::min(s.max_tokens.value_or(c.max_new_tokens), c.max_new_tokens));
+  config::ModelGenerationDefaults m;  // the model's manifest's, when it has one
+  if (s.model) {
+    auto it = c.model_defaults.find(*s.model);
+    if (it == c.model_defaults.end() && s.model->ends_with(":latest")) {
+      it = c.model_defaults.find(s.model->substr(0, s.model->size() - 7));
+    }
+    if (it != c.model_defaults.end()) m = it->second;
+  }
+  job->options.max_tokens =
+      static_cast<int32_t>(std::min(s.max_tokens.value_or(m.max_tokens.value_or(c.max_new_tokens)), c.max_new_tokens));
   engine::SamplingParams& p = job->options.sampling;
   p = c.sampling;
+  if (m.temperature) p.temperature = *m.temperature;
+  if (m.top_p) p.top_p = *m.top_p;
+  if (m.top_k) p.top_k = *m.top_k;
+  if (m.repeat_penalty) p.repeat_penalty = *m.repeat_penalty;
+  if (m.presence_penalty) p.presence_penalty = *m.presence_penalty;
+  if (m.frequency_penalty) p.frequency_penalty = *m.frequency_penalty;
+  if (m.seed) p.seed = *m.seed;
   if (s.temperature) p.temperature = *s.temperature;
   if (s.top_p) p.top_p = *s.top_p;
   if (s.top_k) p.top_k = *s.top_k;

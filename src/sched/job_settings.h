@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "config/config.h"
 #include "sched/job.h"
@@ -27,6 +28,9 @@ struct GenerationSettings {
   std::optional<RequestClass> request_class;
   PeerIdentity peer;
   std::optional<uint32_t> first_token_deadline_ms;  // Job::first_token_deadline_ms
+  // The model the request names (none: the default): its manifest's defaults
+  // (config::DaemonConfig::model_defaults) come between the request's and the server's.
+  std::optional<std::string> model;
 };
 
 // Sets `job`'s options (max_tokens, sampling, draft_max), sanitize, its class (never above the

@@ -29,6 +29,8 @@
 
 namespace llmd::sched {
 
+class ModelAdmin;  // model_admin.h
+
 // A loaded model's worker. While a copy is held the worker is not destroyed (it may be
 // stopped: its model was unloaded). One from ServerState::Acquire is also a lease: the model
 // stays loaded until every lease on it is dropped.
@@ -84,6 +86,8 @@ class ServerState {
   virtual void RequestShutdown() = 0;
   virtual RateLimiter& rate_limiter() = 0;
   virtual RequestCounters& requests() = 0;  // finished requests by API and outcome
+  // Model management (pull, create, copy, delete); null when the daemon has no models_dir.
+  virtual ModelAdmin* model_admin() { return nullptr; }
 
   // Per (peer UID, class): requests, refusals, waits, tokens (/metrics, the native Stats reply).
   ClientLedger& clients() { return clients_; }

@@ -21,6 +21,10 @@ namespace llmd::sched {
 struct StoredSession {
   std::string system;
   std::vector<engine::TokenId> tokens;  // every token fed and generated so far
+  // Where each turn's user message starts in `tokens`, ascending; tokens before the first are
+  // the system prompt (and any history saved without turns), never dropped. A turn whose start
+  // could not be told is part of the turn before it.
+  std::vector<uint32_t> turn_starts;
 };
 
 class SessionStore {

@@ -128,6 +128,35 @@ static int test_null_arguments(llmd_engine* engine) {
   return 0;
 }
 
+/* A chat that outgrows the context: refused by default, its oldest turn dropped with
+ * LLMD_OVERFLOW_DROP_OLDEST and reported by llmd_chat_last_dropped. */
+static int test_chat_overflow(llmd_engine* engine) {
+  static char words[4096];
+  strcpy(words, "Remember:");
+  for (int i = 0; i < 300; ++i) strcat(words, " word");
+  llmd_chat* chat = NULL;
+  char* text = NULL;
+  char* err = NULL;
+  int32_t tokens = -1, turns = -1;
+  const llmd_generate_params p = greedy(4);
+  CHECK_OK(llmd_chat_new(engine, "Be brief.", &chat, NULL));
+  CHECK(llmd_chat_set_overflow(chat, 2) == LLMD_ERR_INVALID_ARGUMENT);
+  CHECK(llmd_chat_set_overflow(NULL, LLMD_OVERFLOW_DROP_OLDEST) == LLMD_ERR_INVALID_ARGUMENT);
+  CHECK(llmd_chat_last_dropped(chat, NULL, &turns) == LLMD_ERR_INVALID_ARGUMENT);
+  CHECK_OK(llmd_chat_ask(chat, words, &p, NULL, NULL, &text, NULL));
+  llmd_free(text);
+  CHECK(llmd_chat_ask(chat, words, &p, NULL, NULL, &text, &err) == LLMD_ERR_INVALID_ARGUMENT);
+  CHECK(err != NULL && strstr(err, "context of 512") != NULL);
+  llmd_free(err);
+  CHECK_OK(llmd_chat_set_overflow(chat, LLMD_OVERFLOW_DROP_OLDEST));
+  CHECK_OK(llmd_chat_ask(chat, words, &p, NULL, NULL, &text, NULL));
+  llmd_free(text);
+  CHECK_OK(llmd_chat_last_dropped(chat, &tokens, &turns));
+  CHECK(turns == 1 && tokens > 300);
+  llmd_chat_free(chat);
+  return 0;
+}
+
 static int test_bad_requests(llmd_engine* engine) {
   char* text = NULL;
   char* err = NULL;
@@ -165,7 +194,7 @@ int main(int argc, char** argv) {
   const char* model = argv[1];
 
   llmd_engine_params ep = llmd_engine_default_params();
-  CHECK(ep.context_tokens == 2048 && ep.threads == 0 && ep.sequences == 4 && ep.gpu_layers == 0);
+  CHECK(ep.context_tokens == 0 && ep.threads == 0 && ep.sequences == 4 && ep.gpu_layers == 0);
   llmd_generate_params dp = llmd_generate_default_params();
   CHECK(dp.max_tokens == 256 && dp.top_k == 40 && dp.seed == LLMD_SEED_RANDOM);
   CHECK(dp.temperature > 0.69f && dp.temperature < 0.71f);
@@ -310,6 +339,7 @@ int main(int argc, char** argv) {
 
   if (test_null_arguments(engine) != 0) return 1;
   if (test_bad_requests(engine) != 0) return 1;
+  if (test_chat_overflow(engine) != 0) return 1;
 
   llmd_engine_free(engine);
   printf("c_engine_test: ok\n");

@@ -347,6 +347,35 @@ TEST_F(LocalEngineTest, PromptLongerThanTheContextIsRefusedWithNumbers) {
   EXPECT_TRUE(still.has_value()) << "the engine keeps serving";
 }
 
+// A chat whose turns outgrow the context: refused with the counts by default; with
+// LocalOverflow::kDropOldest its oldest whole turn goes, last_stats() says so, and the chat
+// goes on from the shorter history.
+TEST_F(LocalEngineTest, AChatThatOutgrowsTheContextDropsItsOldestTurnWhenAsked) {
+  std::string words = "Remember:";
+  for (int i = 0; i < 300; ++i) words += " word";
+  auto chat = engine_->NewChat("Be brief.");
+  ASSERT_TRUE(chat.has_value());
+  LocalGenerateOptions drop = Greedy(4);
+  drop.overflow = LocalOverflow::kDropOldest;
+  ASSERT_TRUE((*chat)->Ask(words, drop).has_value());
+  EXPECT_EQ((*chat)->last_stats().dropped_turns, 0);
+  auto refused = (*chat)->Ask(words, Greedy(4));
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.error().message().find("context of 512"), std::string::npos) << refused.error().message();
+  auto second = (*chat)->Ask(words, drop);
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  const LocalStats st = (*chat)->last_stats();
+  EXPECT_EQ(st.dropped_turns, 1);
+  EXPECT_GT(st.dropped_tokens, 300);
+  EXPECT_LT(st.prompt_tokens, kContext);
+  EXPECT_EQ(engine_->last_stats().dropped_turns, 1) << "the engine's stats say it too";
+  auto third = (*chat)->Ask("Thanks.", drop);
+  ASSERT_TRUE(third.has_value()) << third.error().ToString();
+  EXPECT_EQ((*chat)->last_stats().dropped_turns, 0);
+  EXPECT_GT((*chat)->last_stats().cached_tokens, 0) << "the shorter history is the chat's now";
+}
+
 TEST_F(LocalEngineTest, WhitespaceOnlyPromptIsDefined) {
   auto r = engine_->Generate("", "   ", Greedy(2));
   ASSERT_TRUE(r.has_value()) << "the template still gives a non-empty prompt";
@@ -385,7 +414,7 @@ TEST(LocalEngine, LoadErrorsAreClear) {
   auto no_sequences = LocalEngine::Load(testing::TinyModelPath(), o);
   ASSERT_FALSE(no_sequences.has_value());
   EXPECT_NE(no_sequences.error().message().find("sequences"), std::string::npos);
-  auto no_context = LocalEngine::Load(testing::TinyModelPath(), 0, 2);
+  auto no_context = LocalEngine::Load(testing::TinyModelPath(), -1, 2);
   ASSERT_FALSE(no_context.has_value());
   EXPECT_NE(no_context.error().message().find("context"), std::string::npos);
 }

@@ -11,7 +11,7 @@ const std::vector<std::string> kCases = {
     "tools_auto", "tools_auto_stream", "tools_required", "tools_required_stream", "tool_named",
     "tool_result_turn", "json_schema", "json_schema_zod", "json_object", "logprobs", "n2",
     "reasoning", "reasoning_stream",
-    "embeddings", "responses", "responses_stream",
+    "embeddings", "responses", "responses_stream", "responses_store",
 };
 
 TEST(OpenAiClient, RealClientAgainstLlmd) {

@@ -4,7 +4,9 @@
 // every API that can say the same thing (the native protocol, OpenAI chat, Responses,
 // Anthropic Messages, Ollama). The cold answer, from a daemon that has served nothing, is the
 // reference. docs/architecture.md ("What the cached path guarantees") says which comparisons
-// hold exactly and why.
+// hold exactly and why. Every daemon here has the default context (--context 0, after the
+// harness's 1024): one KV pool the sequences share, where a step's sequences meet in one
+// micro-batch and attend over each other's cells, masked.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +49,7 @@ Answer Chat(HttpDaemon& d, const std::string& system, const std::string& questio
 
 // What the question gets from a daemon that has served nothing.
 std::string Cold(const std::string& model, const std::string& system, const std::string& question) {
-  HttpDaemon fresh({"--rate-limit", "100000"}, model);
+  HttpDaemon fresh({"--rate-limit", "100000", "--context", "0"}, model);
   EXPECT_TRUE(fresh.process().ready()) << fresh.process().log();
   return Chat(fresh, system, question).text;
 }
@@ -61,7 +63,7 @@ class SameAnswer : public ::testing::TestWithParam<std::string> {
 // gave one text, then another (a checkpoint restored where the cold prefill had not cut).
 // Every system prompt with every question, three times, after all that came before.
 TEST_P(SameAnswer, EveryQuestionSentThreeTimesGivesItsColdAnswer) {
-  HttpDaemon d({"--rate-limit", "100000"}, Model());
+  HttpDaemon d({"--rate-limit", "100000", "--context", "0"}, Model());
   ASSERT_TRUE(d.process().ready()) << d.process().log();
   int reused = 0;
   for (const auto& system : kSystems) {
@@ -82,7 +84,7 @@ TEST_P(SameAnswer, EveryQuestionSentThreeTimesGivesItsColdAnswer) {
 TEST_P(SameAnswer, ARequestBatchedWithOthersGivesItsColdAnswer) {
   const std::string cold = Cold(Model(), kSystems[3], kQuestions[1]);
   for (size_t others = 1; others <= 3; ++others) {
-    HttpDaemon d({"--rate-limit", "100000", "--parallel", "4"}, Model());
+    HttpDaemon d({"--rate-limit", "100000", "--context", "0", "--parallel", "4"}, Model());
     ASSERT_TRUE(d.process().ready()) << d.process().log();
     std::vector<std::thread> threads;
     for (size_t i = 0; i < others; ++i) {
@@ -101,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Models, SameAnswer, ::testing::Values("dense", "hybrid"
 // asks for greedy decoding in its own API's words; the repeat penalty is the daemon's.
 TEST(SameAnswerAcrossApis, EveryApiGivesTheSameTextForTheSameConversation) {
   const std::string kModel = "qwen35-tiny-q8_0";
-  HttpDaemon d({"--rate-limit", "100000", "--repeat-penalty", "1.0"}, Qwen35TinyPath());
+  HttpDaemon d({"--rate-limit", "100000", "--context", "0", "--repeat-penalty", "1.0"}, Qwen35TinyPath());
   ASSERT_TRUE(d.process().ready()) << d.process().log();
   const std::string& system = kSystems[2];
   const std::string& question = kQuestions[2];

@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -97,7 +99,22 @@ int main(int argc, char** argv) {
   stats->add_flag("--by-client", by_client,
                   "One line per peer UID and request class: requests, refusals, mean queue wait and TTFT, tokens, "
                   "preemptions");
-  auto* models = app.add_subcommand("models", "List the loaded models");
+  auto* models = app.add_subcommand("models", "List the models llmd can serve, loaded or not (as ls)");
+  auto* ls = app.add_subcommand("ls", "List the models llmd can serve, loaded or not");
+  auto* ps = app.add_subcommand("ps", "List the models loaded now");
+  // Model management: root and llmd's admin_uids/admin_gids only.
+  auto* pull = app.add_subcommand(
+      "pull", "Download a GGUF into models_dir (admins): an https URL, or hf.co/owner/repo[:QUANT or file]; "
+              "a progress bar on a terminal, plain lines when piped");
+  std::string pull_source;
+  pull->add_option("source", pull_source, "https://.../model.gguf or hf.co/owner/repo:Q4_K_M")->required();
+  auto* cp = app.add_subcommand("cp", "Copy a model under a new name in models_dir (admins)");
+  std::string cp_source, cp_destination;
+  cp->add_option("source", cp_source, "The model to copy")->required();
+  cp->add_option("destination", cp_destination, "Its new name")->required();
+  auto* rm = app.add_subcommand("rm", "Delete a model from models_dir (admins; refused while it serves)");
+  std::string rm_model;
+  rm->add_option("model", rm_model, "The model to delete")->required();
   auto* health = app.add_subcommand("health", "Show whether llmd has its model loaded");
   auto* shutdown = app.add_subcommand("shutdown", "Stop llmd (root only)");
   try {
@@ -240,8 +257,60 @@ int main(int argc, char** argv) {
     }
     return kOk;
   }
-  if (*models) {
-    auto r = client.Models();
+  if (*pull) {
+    // A pull sends a frame every 200 ms or so while bytes flow; a slow hub may take longer
+    // to answer its listing, so the per-frame wait is at least a minute.
+    llmd::LlmClient puller(socket, std::chrono::milliseconds(std::max(timeout_ms, 60000)));
+    const bool tty = ::isatty(1) && !json;
+    std::string last_status, model;
+    int last_decile = -1;
+    uint64_t first_done = 0;
+    auto started = std::chrono::steady_clock::now();
+    bool drawn = false;
+    auto e = puller.PullModel(pull_source, [&](const llmd::LlmClient::PullProgress& p) {
+      if (p.status.starts_with("success: model ")) {
+        model = p.status.substr(15);
+        return true;
+      }
+      if (p.status != last_status) {  // a new phase: the rate starts over
+        if (tty && drawn) std::printf("\n");
+        started = std::chrono::steady_clock::now();
+        first_done = p.completed;
+        last_decile = -1;
+      }
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double rate = seconds > 0.5 ? static_cast<double>(p.completed - first_done) / seconds : 0;
+      const std::string safe_status = llmd::llmctl::TerminalSafe(p.status);
+      if (tty) {
+        std::printf("\r%s\x1b[K", llmd::llmctl::ProgressBar(safe_status, p.completed, p.total, rate).c_str());
+        drawn = true;
+      } else if (!json) {
+        const int decile = p.total > 0 ? static_cast<int>(p.completed * 10 / p.total) : 0;
+        if (p.status != last_status || decile != last_decile) {
+          std::printf("%s\n", llmd::llmctl::ProgressLine(safe_status, p.completed, p.total).c_str());
+        }
+        last_decile = decile;
+      }
+      last_status = p.status;
+      std::fflush(stdout);
+      return true;
+    });
+    if (tty && drawn) std::printf("\n");
+    if (e) return Report(*e, socket, json);
+    if (json) std::printf("%s\n", nlohmann::json({{"model", model}}).dump().c_str());
+    else std::printf("success: model %s\n", model.c_str());
+    return kOk;
+  }
+  if (*cp || *rm) {
+    auto e = *cp ? client.CopyModel(cp_source, cp_destination) : client.DeleteModel(rm_model);
+    if (e) return Report(*e, socket, json);
+    if (json) std::printf("{\"ok\":true}\n");
+    else if (*cp) std::printf("copied %s to %s\n", cp_source.c_str(), cp_destination.c_str());
+    else std::printf("deleted %s\n", rm_model.c_str());
+    return kOk;
+  }
+  if (*models || *ls || *ps) {
+    auto r = *ps ? client.RunningModels() : client.Models();
     if (!r.has_value()) return Report(r.error(), socket, json);
     if (json) {
       std::printf("%s\n", nlohmann::json(*r).dump().c_str());

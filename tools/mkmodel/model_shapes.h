@@ -22,7 +22,7 @@ struct ModelShape {
 // Qwen3-0.6B and Qwen3-1.7B as published (config.json); tiny keeps the architecture and the
 // real vocabulary with small layers, for fast tests.
 inline constexpr ModelShape kShapes[] = {
-    {"tiny", "tiny", 2, 128, 256, 4, 2, 32, 4096},
+    {"tiny", "tiny", 2, 128, 256, 4, 2, 32, 40960},
     {"0.6b", "0.6B", 28, 1024, 3072, 16, 8, 128, 40960},
     {"1.7b", "1.7B", 28, 2048, 6144, 16, 8, 128, 40960},
 };

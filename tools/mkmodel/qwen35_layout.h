@@ -56,7 +56,7 @@ inline constexpr Qwen35Shape kQwen35Shapes[] = {
     {.name = "tiny", .label = "tiny", .layers = 8, .embedding = 512, .feed_forward = 1536,
      .heads = 8, .kv_heads = 2, .head_dim = 64, .rope_dims = 16, .rope_sections = {3, 3, 2, 0},
      .gdn_k_heads = 2, .gdn_v_heads = 4, .gdn_head_dim = 64, .conv_kernel = 4,
-     .full_attention_interval = 4, .context_train = 4096, .rope_freq_base = 1e7f},
+     .full_attention_interval = 4, .context_train = 262144, .rope_freq_base = 1e7f},
     {.name = "0.8b", .label = "0.8B", .layers = 24, .embedding = 1024, .feed_forward = 3584,
      .heads = 8, .kv_heads = 2, .head_dim = 256, .rope_dims = 64, .rope_sections = {11, 11, 10, 0},
      .gdn_k_heads = 16, .gdn_v_heads = 16, .gdn_head_dim = 128, .conv_kernel = 4,

@@ -32,9 +32,15 @@ int ComputeThreads(const EngineConfig& config) {
 
 llama_context_params SequenceContextParams(const EngineConfig& config) {
   llama_context_params cp = llama_context_default_params();
-  // Each sequence gets its own context_tokens of KV cache.
-  cp.n_ctx = static_cast<uint32_t>(config.context_tokens) * static_cast<uint32_t>(config.sequences);
-  cp.kv_unified = false;
+  if (config.pool_tokens > 0) {
+    // One pool of cells that every sequence draws on (ResolveContext).
+    cp.n_ctx = static_cast<uint32_t>(config.pool_tokens);
+    cp.kv_unified = true;
+  } else {
+    // Each sequence gets its own context_tokens of KV cache.
+    cp.n_ctx = static_cast<uint32_t>(config.context_tokens) * static_cast<uint32_t>(config.sequences);
+    cp.kv_unified = false;
+  }
   cp.n_batch = static_cast<uint32_t>(config.batch_tokens);
   cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
   cp.n_seq_max = static_cast<uint32_t>(config.sequences);

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/process_memory.h"
 #include "common/utf8.h"
+#include "engine/context_size.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_context_setup.h"
 #include "engine/llama/llama_devices.h"
@@ -448,16 +449,19 @@ class LlamaEngine final : public Engine {
   ModelInfo info_;
 };
 
-Status LlamaEngine::Load(const EngineConfig& config) {
+Status LlamaEngine::Load(const EngineConfig& requested) {
   auto start = Clock::now();
   Release();
-  if (config.context_tokens <= 0) return InvalidArgumentError("context must be > 0");
-  if (config.batch_tokens <= 0) return InvalidArgumentError("batch_tokens must be > 0");
-  if (config.threads < 0) return InvalidArgumentError("threads must be >= 0");
-  if (config.sequences < 1 || config.sequences > 64) return InvalidArgumentError("sequences must be 1..64");
-  LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(config.kv_cache_type));
-  LLMD_RETURN_IF_ERROR(FlashAttnType(config.flash_attention).error());
-  LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(config.model_path));
+  if (requested.context_tokens < 0) return InvalidArgumentError("context must be >= 0 (0: automatic)");
+  if (requested.batch_tokens <= 0) return InvalidArgumentError("batch_tokens must be > 0");
+  if (requested.threads < 0) return InvalidArgumentError("threads must be >= 0");
+  if (requested.sequences < 1 || requested.sequences > 64) return InvalidArgumentError("sequences must be 1..64");
+  LLMD_ASSIGN_OR_RETURN(ggml_type kv_type, KvCacheType(requested.kv_cache_type));
+  LLMD_RETURN_IF_ERROR(FlashAttnType(requested.flash_attention).error());
+  LLMD_ASSIGN_OR_RETURN(auto file, format::InspectModelFile(requested.model_path));
+  // The context, sized from the file where the config leaves it automatic.
+  const EngineConfig config = ResolveContext(
+      requested, file.gguf, static_cast<double>(ggml_type_size(kv_type)) / ggml_blck_size(kv_type));
   LLMD_RETURN_IF_ERROR(AddRpcServers(config.rpc_servers));
   // Planned before anything is loaded: a model that cannot fit is refused here, with numbers.
   LLMD_ASSIGN_OR_RETURN(LlamaPlacement placement, PlanLlamaPlacement(config, file.gguf, kv_type));
@@ -608,7 +612,11 @@ MemoryUse LlamaEngine::memory_use() const {
   // written whole by a sequence's first token, so a hybrid cache counts whole once used.
   uint64_t written = 0;
   for (int32_t w : written_) written += static_cast<uint64_t>(w);
-  const uint64_t cells = static_cast<uint64_t>(config_.context_tokens) * written_.size();
+  // A pool's cells are taken from its start (llama.cpp's slot search goes back to the first
+  // free cell), so the positions written bound its committed pages too (high where
+  // sequences share a prefix's cells).
+  const uint64_t cells = config_.pool_tokens > 0 ? static_cast<uint64_t>(config_.pool_tokens)
+                                                 : static_cast<uint64_t>(config_.context_tokens) * written_.size();
   if (info_.memory.state_checkpoints) {
     use.kv.resident = written > 0 ? use.kv.reserved : 0;
   } else if (cells > 0) {
@@ -626,6 +634,8 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   info_.file_bytes = file.file_bytes;
   info_.parameters = llama_model_n_params(model_.get());
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
+  info_.pool_tokens = config_.pool_tokens > 0 ? static_cast<int32_t>(llama_n_ctx(ctx_.get())) : 0;
+  info_.trained_context = static_cast<int32_t>(llama_model_n_ctx_train(model_.get()));
   info_.sequences = config_.sequences;
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
   info_.embeddings = config_.embeddings;

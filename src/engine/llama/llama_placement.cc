@@ -100,7 +100,7 @@ Result<LlamaPlacement> PlanLlamaPlacement(const EngineConfig& config, const form
   request.model = ModelFootprint::FromGguf(gguf, static_cast<uint32_t>(config.context_tokens),
                                            static_cast<uint32_t>(config.sequences), kv_bytes_per_value, ubatch,
                                            LlamaOutputsPerStep(config), config.flash_attention == "on",
-                                           LlamaSpeculation(config, gguf));
+                                           LlamaSpeculation(config, gguf), static_cast<uint32_t>(config.pool_tokens));
   LLMD_ASSIGN_OR_RETURN(out.plan, PlanPlacement(request));
 
   // llama.cpp keeps only the main device with split mode none: hand it just that one.

@@ -424,10 +424,16 @@ ordered Input(const std::string& arguments) {
 }
 
 ordered UsageJson(const engine::GenerationStats& st) {
-  return {{"input_tokens", st.prompt_tokens - st.cached_tokens},
-          {"cache_creation_input_tokens", 0},
-          {"cache_read_input_tokens", st.cached_tokens},
-          {"output_tokens", st.generated_tokens}};
+  ordered usage = {{"input_tokens", st.prompt_tokens - st.cached_tokens},
+                   {"cache_creation_input_tokens", 0},
+                   {"cache_read_input_tokens", st.cached_tokens},
+                   {"output_tokens", st.generated_tokens}};
+  // llmd's extension, only where overflow drop_oldest dropped turns to fit the context.
+  if (st.dropped_turns > 0) {
+    usage["dropped_tokens"] = st.dropped_tokens;
+    usage["dropped_turns"] = st.dropped_turns;
+  }
+  return usage;
 }
 
 ordered StopDetails(const MessageEnd& end) {

@@ -324,7 +324,9 @@ Status ReadCommon(const json& body, const OllamaLimits& limits, OllamaGenerateRe
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r.stream));
   LLMD_RETURN_IF_ERROR(ReadKeepAlive(body, &out->keep_alive_ms));
   LLMD_RETURN_IF_ERROR(ReadLogprobs(body, &r));
-  return ReadOptions(body, OptionUse::kGenerate, limits, &r, &out->num_ctx);
+  LLMD_RETURN_IF_ERROR(ReadOptions(body, OptionUse::kGenerate, limits, &r, &out->num_ctx));
+  r.context_tokens = out->num_ctx;  // the request's own context, up to the model's
+  return Status::Ok();
 }
 
 // A call's arguments: an object, as Ollama sends them (absent: none, "{}").

@@ -44,8 +44,9 @@ inline constexpr const char* kOllamaVersion = "0.12.0";
 
 // What the parsers check against the running daemon.
 struct OllamaLimits {
-  int32_t context_tokens =
-      0;  // the loaded context (max_context_len); options.num_ctx may not exceed it; 0: unchecked
+  // An explicit max_context_len, which options.num_ctx may not exceed; 0 (the automatic
+  // pool): unchecked here, as the scheduler holds a request to the pool.
+  int32_t context_tokens = 0;
 };
 
 // /api/chat or /api/generate, parsed.

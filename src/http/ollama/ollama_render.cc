@@ -186,6 +186,11 @@ json OllamaFinal(const OllamaReplyContext& ctx, const engine::ParsedReply& reply
             {"prompt_eval_duration", Nanos(st.prefill_ms)},
             {"eval_count", st.generated_tokens},
             {"eval_duration", Nanos(st.decode_ms)}};
+  // llmd's extension, only where overflow drop_oldest dropped turns to fit the context.
+  if (st.dropped_turns > 0) {
+    j["dropped_tokens"] = st.dropped_tokens;
+    j["dropped_turns"] = st.dropped_turns;
+  }
   PutReply(ctx, reply, &j);
   if (!logprobs.empty()) j["logprobs"] = OllamaLogprobs(logprobs);
   return j;

@@ -27,7 +27,7 @@ int64_t NanosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// The model-management endpoints: llmd serves what its config names.
+// The model-management endpoints (ollama_admin.cc): privileged peers only.
 bool IsManagement(const std::string& path) {
   return path == "/api/pull" || path == "/api/push" || path == "/api/create" ||
          path == "/api/copy" || path == "/api/delete" || path == "/api/blobs" ||
@@ -61,16 +61,7 @@ int OllamaRoutes::Handle(const Request& req, Responder& out) {
     if (!method("GET")) return wrong_method("GET");
     return out.Send(200, kJsonType, Dump({{"version", kOllamaVersion}})) ? 200 : 0;
   }
-  if (IsManagement(p)) {
-    return fail(
-        {501,
-         "server_error",
-         "unsupported",
-         p + " is not supported: llmd does not download or manage models. Put the GGUF file in "
-             "models_dir (it is listed at once), or where model_path or models in the config "
-             "points, then reload (SIGHUP; a new configured model name needs a restart)",
-         {}});
-  }
+  if (IsManagement(p)) return Manage(req, out);
   return fail(NoSuchEndpoint(req));
 }
 
@@ -108,7 +99,7 @@ namespace {
 Status UnknownModel(const std::string& name, const sched::ServerState& ctx) {
   return NotFoundError("model '" + name +
                        "' not found: llmd serves the models its config names and those in its models "
-                       "directories (available: " + ctx.ModelNames() + ") and does not pull")
+                       "directories (available: " + ctx.ModelNames() + "); an admin may pull one (/api/pull)")
       .WithReason(ErrorReason::kUnknownModel);
 }
 
@@ -234,6 +225,7 @@ OllamaModel OllamaRoutes::Describe(const sched::AvailableModel& available, const
     std::snprintf(digest, sizeof digest, "%016llx",
                   static_cast<unsigned long long>(worker->health().model_fingerprint));
     m.digest = digest;
+    m.context_length = worker->health().context_tokens;
     for (const auto& d : worker->placement()) {
       const uint64_t bytes = d.model_bytes + d.context_bytes + d.compute_bytes;
       m.memory_bytes += bytes;

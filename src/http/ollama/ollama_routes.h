@@ -1,8 +1,8 @@
 // OllamaRoutes: Ollama's native API's front end (/api/*), for clients such as ollama-js and
 // ollama-python: /api/chat and /api/generate (NDJSON streams by default, as Ollama, or one
 // object with stream:false: OllamaSink), /api/embed and /api/embeddings, /api/tags, /api/ps,
-// /api/show and /api/version. Model management (pull, push, create, copy, delete, blobs) is
-// 501: llmd serves the models its config names. Errors are Ollama's {"error":"..."} with the
+// /api/show and /api/version; model management (pull, create, copy, delete, blobs:
+// ollama_admin.cc) for root and admin_uids/admin_gids only, others 403; push is 501. Errors are Ollama's {"error":"..."} with the
 // status ApiErrorOf gives; one that comes after a stream has begun is a last {"error":"..."}
 // line.
 //
@@ -40,6 +40,8 @@ class OllamaRoutes final : public FrontEnd {
   int Embed(const Request& request, Responder& out, bool legacy);
   int Show(const Request& request, Responder& out);
   int List(Responder& out, bool running);
+  // /api/pull, /api/push, /api/create, /api/copy, /api/delete, /api/blobs/* (ollama_admin.cc).
+  int Manage(const Request& request, Responder& out);
 
   // The model a request names, loaded or not: exact, or Ollama's "NAME:latest" for NAME;
   // none: the default. Empty when no such model can be served.

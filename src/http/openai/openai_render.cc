@@ -78,6 +78,11 @@ json OpenAiUsage(const engine::GenerationStats& st) {
     usage["draft_tokens"] = st.draft_tokens;
     usage["accepted_draft_tokens"] = st.accepted_draft_tokens;
   }
+  // Likewise only where overflow drop_oldest dropped turns to fit the context.
+  if (st.dropped_turns > 0) {
+    usage["dropped_tokens"] = st.dropped_tokens;
+    usage["dropped_turns"] = st.dropped_turns;
+  }
   return usage;
 }
 

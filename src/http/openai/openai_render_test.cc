@@ -157,5 +157,18 @@ TEST(OpenAiRender, UsageHasDraftCountersOnlyWhenDrafted) {
                                               "draft_tokens":40,"accepted_draft_tokens":22})"));
 }
 
+// So are the overflow counters: only there when truncation:"auto" dropped turns.
+TEST(OpenAiRender, UsageHasDropCountersOnlyWhenTurnsWereDropped) {
+  engine::GenerationStats st;
+  st.prompt_tokens = 12;
+  st.generated_tokens = 3;
+  EXPECT_FALSE(OpenAiUsage(st).contains("dropped_turns"));
+  st.dropped_tokens = 150;
+  st.dropped_turns = 2;
+  const json usage = OpenAiUsage(st);
+  EXPECT_EQ(usage["dropped_tokens"], 150);
+  EXPECT_EQ(usage["dropped_turns"], 2);
+}
+
 }  // namespace
 }  // namespace llmd::http

@@ -113,6 +113,12 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadNumber(body, "frequency_penalty", -2, 2, &r->frequency_penalty));
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r->stream));
   LLMD_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &r->ignore_eos));
+  // llmd's extension, spelled as the Responses API spells it: "auto" drops a chat's oldest
+  // whole turns when it does not fit the context; "disabled" (the default) refuses it.
+  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(body, "truncation", "truncation", {"auto", "disabled"}));
+  if (truncation) {
+    r->overflow = *truncation == "auto" ? engine::ContextOverflow::kDropOldest : engine::ContextOverflow::kError;
+  }
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");
     LLMD_RETURN_IF_ERROR(ReadBool(*so, "include_usage", &r->include_usage));

@@ -41,6 +41,20 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
   EXPECT_TRUE(r->ignore_eos);
 }
 
+// llmd's truncation extension: "auto" is overflow drop_oldest; "disabled" and none refuse.
+TEST(OpenAiRequest, TruncationAutoIsDropOldest) {
+  auto automatic = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"auto"})");
+  ASSERT_TRUE(automatic.has_value()) << automatic.error().ToString();
+  EXPECT_EQ(automatic->overflow, engine::ContextOverflow::kDropOldest);
+  auto disabled = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"disabled"})");
+  ASSERT_TRUE(disabled.has_value());
+  EXPECT_EQ(disabled->overflow, engine::ContextOverflow::kError);
+  auto bad = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"sometimes"})");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("'truncation' must be one of auto, disabled"), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(OpenAiRequest, NullMeansAbsentAndThinkingDefaultsOff) {
   auto r = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":null,"stop":null})");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();

@@ -110,12 +110,18 @@ ordered OutputJson(const ResponseContext& ctx, const std::vector<Block>& blocks,
 }
 
 ordered UsageJson(const engine::GenerationStats& st) {
-  return {{"input_tokens", st.prompt_tokens},
-          {"input_tokens_details", {{"cached_tokens", st.cached_tokens}, {"cache_write_tokens", 0}}},
-          {"output_tokens", st.generated_tokens},
-          // Thinking tokens are not counted apart from the answer's.
-          {"output_tokens_details", {{"reasoning_tokens", 0}}},
-          {"total_tokens", st.prompt_tokens + st.generated_tokens}};
+  ordered usage = {{"input_tokens", st.prompt_tokens},
+                   {"input_tokens_details", {{"cached_tokens", st.cached_tokens}, {"cache_write_tokens", 0}}},
+                   {"output_tokens", st.generated_tokens},
+                   // Thinking tokens are not counted apart from the answer's.
+                   {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                   {"total_tokens", st.prompt_tokens + st.generated_tokens}};
+  // llmd's extension, only where truncation:"auto" dropped turns to fit the context.
+  if (st.dropped_turns > 0) {
+    usage["dropped_tokens"] = st.dropped_tokens;
+    usage["dropped_turns"] = st.dropped_turns;
+  }
+  return usage;
 }
 
 // The Response object around `output`. Fields the request set come from the echo; the rest

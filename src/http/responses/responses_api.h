@@ -2,12 +2,16 @@
 // body becomes a GenerationRequest (input items become chat messages, Responses tools become
 // chat tools), and the reply becomes a Response object, whole or as the stream's typed events.
 //
-// Stateless: llmd keeps no responses, so previous_response_id, conversation, store:true and
-// background:true are refused; a client sends the whole input every time (the function-call
-// loop appends the previous response's output items to its input, which is accepted).
+// Stored responses (store, default true as OpenAI's) are kept by the routes in a
+// ResponseStore (response_store.h); the parser resolves previous_response_id through a lookup
+// the routes give it: the previous response's conversation (as Responses items) comes before
+// the new input, and its instructions are not carried over (OpenAI's rule). `conversation`
+// (OpenAI's Conversations API, objects of their own) and background:true are refused. A
+// client may also send the whole input every time (the function-call loop appending the
+// previous response's output items to its input), which is accepted.
 // Parsing is as strict as the chat parser's: a known field of the wrong type is
 // InvalidArgument naming the field, anything llmd cannot honour (hosted tools, images and
-// files, truncation:"auto", ...) is InvalidArgument too, unknown fields are ignored and null
+// files, ...) is InvalidArgument too, unknown fields are ignored and null
 // counts as absent. Two things the client sends back are accepted and dropped, because
 // dropping them is what the model would see anyway: reasoning items (chat templates leave
 // earlier turns' reasoning out) and include:["reasoning.encrypted_content"] (llmd's
@@ -22,7 +26,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,7 +46,17 @@ struct ResponsesRequest : GenerationRequest {
   // The request's fields a Response object echoes (instructions, tools, tool_choice, text,
   // reasoning, temperature, top_p, max_output_tokens, metadata, ...), as a JSON object.
   std::string echo_json = "{}";
+  // store: keep the response for GET and previous_response_id (OpenAI's default: true).
+  bool store = true;
+  // The conversation so far as a JSON array of Responses items: the previous response's
+  // (previous_response_id), then this request's input (a string input as a user message
+  // item); the stored response adds its output items. Instructions are not in it.
+  std::string items_json = "[]";
 };
+
+// A stored response's conversation (a JSON array of Responses items) by id, for
+// previous_response_id; NotFound when there is none the caller may see.
+using PreviousResponseLookup = std::function<Result<std::string>(const std::string& id)>;
 
 // Reads `input` (a string: one user turn; or items), `instructions` (a system message
 // first), `model`, `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function
@@ -55,7 +71,13 @@ struct ResponsesRequest : GenerationRequest {
 // function_call_output is a tool message and must answer an earlier call, and every call
 // must be answered. The result has chat = true and at least one message, the last not the
 // assistant's.
-Result<ResponsesRequest> ParseResponsesRequest(std::string_view body);
+//
+// `truncation`: "auto" drops the oldest whole turns when the input does not fit the context
+// (overflow drop_oldest; the usage says how many), "disabled" (the default) refuses it.
+//
+// `previous_response_id` is looked up with `previous` (its errors are returned as they are);
+// without a lookup it is refused.
+Result<ResponsesRequest> ParseResponsesRequest(std::string_view body, const PreviousResponseLookup& previous = nullptr);
 
 // What a Response object says about itself besides the reply.
 struct ResponseContext {

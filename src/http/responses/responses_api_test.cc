@@ -98,7 +98,8 @@ TEST(ResponsesRequest, ParsesEveryField) {
     "text": {"format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}, "strict": true},
              "verbosity": "medium"},
     "reasoning": {"effort": "high", "summary": "auto"}, "top_logprobs": 0,
-    "metadata": {"k": "v"}, "user": "u1"})"));
+    "metadata": {"k": "v"}, "user": "u1", "store": false, "previous_response_id": null})"));
+  EXPECT_FALSE(r.store);
 }
 
 TEST(ResponsesRequest, AStringInputIsOneUserTurnWithTheDefaults) {
@@ -118,7 +119,10 @@ TEST(ResponsesRequest, AStringInputIsOneUserTurnWithTheDefaults) {
   EXPECT_EQ(json::parse(r.echo_json), json::parse(R"({
     "instructions": null, "max_output_tokens": null, "temperature": null, "top_p": null, "tools": [],
     "tool_choice": "auto", "parallel_tool_calls": true, "text": {"format": {"type": "text"}},
-    "reasoning": {"effort": null, "summary": null}, "top_logprobs": 0, "metadata": {}})"));
+    "reasoning": {"effort": null, "summary": null}, "top_logprobs": 0, "metadata": {},
+    "store": true, "previous_response_id": null})"));
+  EXPECT_TRUE(r.store) << "OpenAI's default";
+  EXPECT_EQ(json::parse(r.items_json), json::parse(R"([{"type": "message", "role": "user", "content": "hello"}])"));
 }
 
 TEST(ResponsesRequest, NullMeansAbsent) {
@@ -128,6 +132,85 @@ TEST(ResponsesRequest, NullMeansAbsent) {
   ASSERT_EQ(r.messages.size(), 1u);
   EXPECT_FALSE(r.max_tokens.has_value());
   EXPECT_TRUE(r.format.plain());
+}
+
+// previous_response_id: the stored conversation (its items) comes first, then the new input;
+// the previous instructions are not in it, this request's come first.
+TEST(ResponsesRequest, APreviousResponsesConversationComesBeforeTheNewInput) {
+  const std::string stored = R"([
+      {"type": "message", "role": "user", "content": "first question"},
+      {"type": "reasoning", "id": "rs_p", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]},
+      {"type": "message", "id": "msg_p", "status": "completed", "role": "assistant",
+       "content": [{"type": "output_text", "text": "first answer", "annotations": [], "logprobs": []}]}])";
+  std::vector<std::string> asked;
+  const PreviousResponseLookup lookup = [&](const std::string& id) -> Result<std::string> {
+    asked.push_back(id);
+    return stored;
+  };
+  auto r = ParseResponsesRequest(
+      R"({"input": "second question", "instructions": "be brief", "previous_response_id": "resp_p"})", lookup);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(asked, std::vector<std::string>{"resp_p"});
+  ASSERT_EQ(r->messages.size(), 4u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[0].content, "be brief");
+  EXPECT_EQ(r->messages[1].content, "first question");
+  EXPECT_EQ(r->messages[2].role, "assistant");
+  EXPECT_EQ(r->messages[2].content, "first answer");
+  EXPECT_EQ(r->messages[3].role, "user");
+  EXPECT_EQ(r->messages[3].content, "second question");
+  EXPECT_EQ(json::parse(r->echo_json)["previous_response_id"], "resp_p");
+  // The conversation a stored follow-up keeps: the stored items, then the new input (no instructions).
+  json items = json::parse(r->items_json);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[2]["id"], "msg_p");
+  EXPECT_EQ(items[3], json::parse(R"({"type": "message", "role": "user", "content": "second question"})"));
+
+  // The same as sending the whole conversation at once.
+  ResponsesRequest whole = Parse(R"({"instructions": "be brief", "input": [
+      {"role": "user", "content": "first question"}, {"role": "assistant", "content": "first answer"},
+      {"role": "user", "content": "second question"}]})");
+  ASSERT_EQ(whole.messages.size(), r->messages.size());
+  for (size_t i = 0; i < whole.messages.size(); ++i) {
+    EXPECT_EQ(whole.messages[i].role, r->messages[i].role) << i;
+    EXPECT_EQ(whole.messages[i].content, r->messages[i].content) << i;
+  }
+}
+
+// A function-call loop over stored responses: the outputs answer the stored calls.
+TEST(ResponsesRequest, AFollowUpAnswersThePreviousResponsesCalls) {
+  const PreviousResponseLookup lookup = [](const std::string&) -> Result<std::string> {
+    return std::string(R"([{"type": "message", "role": "user", "content": "weather?"},
+        {"type": "function_call", "id": "fc_p_0", "call_id": "call_9", "name": "f", "arguments": "{}",
+         "status": "completed"}])");
+  };
+  auto r = ParseResponsesRequest(R"({"previous_response_id": "resp_p", "tools": [{"type": "function", "name": "f"}],
+      "input": [{"type": "function_call_output", "call_id": "call_9", "output": "sunny"}]})", lookup);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->messages.size(), 3u);
+  ASSERT_EQ(r->messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r->messages[1].tool_calls[0].id, "call_9");
+  EXPECT_EQ(r->messages[2].role, "tool");
+  EXPECT_EQ(r->messages[2].tool_call_id, "call_9");
+
+  // Leaving the stored call unanswered is refused, as in a whole input.
+  auto unanswered = ParseResponsesRequest(
+      R"({"previous_response_id": "resp_p", "tools": [{"type": "function", "name": "f"}], "input": "and?"})", lookup);
+  ASSERT_FALSE(unanswered.has_value());
+  EXPECT_NE(unanswered.error().message().find("call_id 'call_9' but no function_call_output"), std::string::npos)
+      << unanswered.error().message();
+}
+
+TEST(ResponsesRequest, TheLookupsErrorIsTheRequestsError) {
+  const PreviousResponseLookup lookup = [](const std::string& id) -> Result<std::string> {
+    return NotFoundError("Previous response with id '" + id + "' not found.");
+  };
+  auto r = ParseResponsesRequest(R"({"input": "x", "previous_response_id": "resp_gone"})", lookup);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), StatusCode::kNotFound);
+  EXPECT_EQ(r.error().message(), "Previous response with id 'resp_gone' not found.");
+  // Without previous_response_id the lookup is never asked.
+  EXPECT_TRUE(ParseResponsesRequest(R"({"input": "x"})", lookup).has_value());
 }
 
 TEST(ResponsesRequest, ParallelCallsJoinTheirAssistantTurnAndEachOutputIsAToolMessage) {
@@ -157,6 +240,16 @@ TEST(ResponsesRequest, ReasoningEffortSwitchesThinking) {
     EXPECT_EQ(Parse(std::string(R"({"input":"x","reasoning":{"effort":")") + on + "\"}}").enable_thinking, true);
   }
   EXPECT_FALSE(Parse(R"({"input":"x","reasoning":{"summary":"auto"}})").enable_thinking.has_value());
+}
+
+// truncation:"auto" is overflow drop_oldest (repeated in the Response); "disabled" and none
+// refuse what does not fit.
+TEST(ResponsesRequest, TruncationAutoDropsTheOldestTurns) {
+  const ResponsesRequest automatic = Parse(R"({"input":"x","truncation":"auto"})");
+  EXPECT_EQ(automatic.overflow, engine::ContextOverflow::kDropOldest);
+  EXPECT_EQ(json::parse(automatic.echo_json)["truncation"], "auto");
+  EXPECT_EQ(Parse(R"({"input":"x","truncation":"disabled"})").overflow, engine::ContextOverflow::kError);
+  EXPECT_EQ(Parse(R"({"input":"x"})").overflow, engine::ContextOverflow::kError);
 }
 
 TEST(ResponsesRequest, TextFormats) {
@@ -252,13 +345,13 @@ TEST(ResponsesRequest, RefusesWhatItCannotHonourWithTheFieldNamed) {
       {R"({"input":[{"type":"reasoning","summary":[]}]})", "'input' has no message"},
       {R"({"input":"x","instructions":5})", "'instructions' must be a string"},
       {R"({"input":"x","previous_response_id":"resp_1"})",
-       "'previous_response_id' is not supported: llmd keeps no responses (stateless); send the whole input"},
-      {R"({"input":"x","conversation":"conv_1"})", "'conversation' is not supported: llmd keeps no conversations"},
+       "'previous_response_id' cannot be used here: there is no response store"},
+      {R"({"input":"x","previous_response_id":5})", "'previous_response_id' must be a string"},
+      {R"({"input":"x","conversation":"conv_1"})",
+       "'conversation' is not supported: llmd has no Conversations API; chain responses with previous_response_id"},
       {R"({"input":"x","prompt":{"id":"p"}})", "'prompt' (a stored prompt template) is not supported"},
-      {R"({"input":"x","store":true})", "'store': true is not supported: llmd keeps no responses (stateless)"},
       {R"({"input":"x","store":"no"})", "'store' must be true or false"},
       {R"({"input":"x","background":true})", "'background': true is not supported"},
-      {R"({"input":"x","truncation":"auto"})", "'truncation': \"auto\" is not supported"},
       {R"({"input":"x","truncation":"sometimes"})", "'truncation' must be one of auto, disabled"},
       {R"({"input":"x","service_tier":"scale"})", "'service_tier' must be one of auto, default, flex, priority"},
       {R"({"input":"x","context_management":[{"type":"compaction"}]})", "'context_management' is not supported"},
@@ -365,7 +458,7 @@ TEST(ResponsesRender, ATextReplyIsTheWholeResponseObject) {
     "output": [{"id": "msg_abc", "type": "message", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": "Hello!", "annotations": [], "logprobs": []}]}],
     "parallel_tool_calls": true, "previous_response_id": null,
-    "reasoning": {"effort": null, "summary": null}, "service_tier": "default", "store": false,
+    "reasoning": {"effort": null, "summary": null}, "service_tier": "default", "store": true,
     "temperature": 0.5, "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
     "top_logprobs": 0, "top_p": null, "truncation": "disabled",
     "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 0},
@@ -373,6 +466,20 @@ TEST(ResponsesRender, ATextReplyIsTheWholeResponseObject) {
     "user": null, "metadata": {"k": "v"}})"))
       << got.dump(2);
   EXPECT_FALSE(got.contains("output_text"));  // the SDK computes it
+}
+
+// llmd's usage extension: the turns truncation:"auto" dropped, only when it dropped some.
+TEST(ResponsesRender, TheUsageSaysWhatTruncationDropped) {
+  const std::string echo = Parse(R"({"input":"hi","truncation":"auto"})").echo_json;
+  engine::GenerationStats st = Stats();
+  st.dropped_tokens = 120;
+  st.dropped_turns = 2;
+  const json got = json::parse(RenderResponse(Context(echo), engine::ParsedReply{"Hi", "", {}}, st, "completed"));
+  EXPECT_EQ(got["truncation"], "auto");
+  EXPECT_EQ(got["usage"]["dropped_tokens"], 120);
+  EXPECT_EQ(got["usage"]["dropped_turns"], 2);
+  const json none = json::parse(RenderResponse(Context(echo), engine::ParsedReply{"Hi", "", {}}, Stats(), "completed"));
+  EXPECT_FALSE(none["usage"].contains("dropped_turns"));
 }
 
 TEST(ResponsesRender, ReasoningAndCallsAreItemsInOrder) {

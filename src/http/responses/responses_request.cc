@@ -25,27 +25,20 @@ using ordered = nlohmann::ordered_json;
 // ---------------------------------------------------------------------------------------
 // Reading the request (the field readers are json_fields.h).
 
-// State lives in the client: everything that would need it stored here is refused, with
+// State llmd keeps is stored responses (ReadStorage); what would need more is refused, with
 // what to send instead.
 Status RefuseStatefulFields(const json& j) {
-  if (Field(j, "previous_response_id") != nullptr) {
-    return InvalidArgumentError("'previous_response_id' is not supported: llmd keeps no responses (stateless); "
-                                "send the whole input");
-  }
+  // OpenAI's Conversations API is objects of their own, created and edited through
+  // /v1/conversations, which llmd does not serve; previous_response_id chains responses.
   if (Field(j, "conversation") != nullptr) {
-    return InvalidArgumentError("'conversation' is not supported: llmd keeps no conversations (stateless); "
-                                "send the whole input");
+    return InvalidArgumentError("'conversation' is not supported: llmd has no Conversations API; "
+                                "chain responses with previous_response_id, or send the whole input");
   }
   if (Field(j, "prompt") != nullptr) {
     return InvalidArgumentError("'prompt' (a stored prompt template) is not supported: llmd keeps no prompts; "
                                 "send instructions and input");
   }
-  std::optional<bool> store, background;
-  LLMD_RETURN_IF_ERROR(ReadBool(j, "store", &store));
-  if (store.value_or(false)) {
-    return InvalidArgumentError("'store': true is not supported: llmd keeps no responses (stateless); "
-                                "send store:false or leave it out");
-  }
+  std::optional<bool> background;
   LLMD_RETURN_IF_ERROR(ReadBool(j, "background", &background));
   if (background.value_or(false)) {
     return InvalidArgumentError("'background': true is not supported: llmd answers within the request "
@@ -54,13 +47,20 @@ Status RefuseStatefulFields(const json& j) {
   return Status::Ok();
 }
 
+// truncation: "auto" drops the oldest whole turns (after the instructions) when the input
+// does not fit the context, and the usage says how many; "disabled" (the default) refuses it.
+Status ReadTruncation(const json& j, ResponsesRequest* r, ordered* echo) {
+  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(j, "truncation", "truncation", {"auto", "disabled"}));
+  if (!truncation) return Status::Ok();
+  if (*truncation == "auto") {
+    r->overflow = engine::ContextOverflow::kDropOldest;
+    (*echo)["truncation"] = "auto";  // "disabled" is what a Response says by default
+  }
+  return Status::Ok();
+}
+
 // Options that would change the answer in ways llmd cannot do.
 Status RefuseUnhonourable(const json& j) {
-  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(j, "truncation", "truncation", {"auto", "disabled"}));
-  if (truncation == "auto") {
-    return InvalidArgumentError("'truncation': \"auto\" is not supported: llmd does not drop input to fit the "
-                                "context; send \"disabled\" or leave it out");
-  }
   if (const json* cm = Field(j, "context_management"); cm != nullptr && !(cm->is_array() && cm->empty())) {
     return InvalidArgumentError("'context_management' is not supported by llmd (it does not compact input)");
   }
@@ -171,21 +171,51 @@ class InputBuilder {
   bool added_ = false;  // a message or call from the input (not just instructions)
 };
 
-// The input as chat messages, with where each came from for ValidateConversation.
-Status ReadInput(const json& j, Conversation* conversation, ordered* echo) {
+// store and previous_response_id: whether to keep this response, and the conversation of the
+// one it follows (`prior`, Responses items), through the routes' lookup.
+Status ReadStorage(const json& j, const PreviousResponseLookup& previous, ResponsesRequest* r, ordered* echo,
+                   json* prior) {
+  std::optional<bool> store;
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "store", &store));
+  r->store = store.value_or(true);
+  (*echo)["store"] = r->store;
+  LLMD_ASSIGN_OR_RETURN(auto previous_id, OptionalString(j, "previous_response_id", "previous_response_id"));
+  (*echo)["previous_response_id"] = previous_id ? ordered(*previous_id) : ordered(nullptr);
+  if (!previous_id) return Status::Ok();
+  if (!previous) {
+    return InvalidArgumentError("'previous_response_id' cannot be used here: there is no response store");
+  }
+  LLMD_ASSIGN_OR_RETURN(std::string items, previous(*previous_id));
+  *prior = json::parse(items, nullptr, /*allow_exceptions=*/false);
+  if (!prior->is_array()) return InternalError("stored response " + *previous_id + " has no conversation");
+  return Status::Ok();
+}
+
+// The input as chat messages, with where each came from for ValidateConversation; `items`
+// gets the conversation as Responses items (`prior`'s, then the input's).
+Status ReadInput(const json& j, const json& prior, Conversation* conversation, ordered* echo, json* items) {
   LLMD_ASSIGN_OR_RETURN(auto instructions, OptionalString(j, "instructions", "instructions"));
   (*echo)["instructions"] = instructions ? ordered(*instructions) : ordered(nullptr);
   if (instructions) conversation->Add({"system", *instructions}, "instructions");
   const json* input = Field(j, "input");
   if (input == nullptr) return InvalidArgumentError("'input' is required");
+  if (!input->is_string() && (!input->is_array() || input->empty())) {
+    return TypeError("input", "a string or a non-empty array of items");
+  }
+  // The previous response's conversation, as its items were when stored (checked then).
+  InputBuilder builder(conversation);
+  for (size_t i = 0; i < prior.size(); ++i) {
+    LLMD_RETURN_IF_ERROR(builder.Item(prior[i], "previous_response_id's item " + std::to_string(i)));
+  }
+  *items = prior;
   if (input->is_string()) {
     conversation->Add({"user", input->get<std::string>()}, "input");
+    items->push_back({{"type", "message"}, {"role", "user"}, {"content", *input}});
     return Status::Ok();
   }
-  if (!input->is_array() || input->empty()) return TypeError("input", "a string or a non-empty array of items");
-  InputBuilder builder(conversation);
   for (size_t i = 0; i < input->size(); ++i) {
     LLMD_RETURN_IF_ERROR(builder.Item((*input)[i], "input[" + std::to_string(i) + "]"));
+    items->push_back((*input)[i]);
   }
   return builder.Finish();
 }
@@ -409,16 +439,19 @@ Status ReadLabels(const json& j, ordered* echo) {
 
 }  // namespace
 
-Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
+Result<ResponsesRequest> ParseResponsesRequest(std::string_view body, const PreviousResponseLookup& previous) {
   LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));
   ResponsesRequest r;
   r.chat = true;
   ordered echo = ordered::object();
   LLMD_RETURN_IF_ERROR(RefuseStatefulFields(j));
   LLMD_RETURN_IF_ERROR(RefuseUnhonourable(j));
+  LLMD_RETURN_IF_ERROR(ReadTruncation(j, &r, &echo));
   LLMD_ASSIGN_OR_RETURN(r.request_class, OpenAiRequestClass(j));
+  json prior = json::array(), items;
+  LLMD_RETURN_IF_ERROR(ReadStorage(j, previous, &r, &echo, &prior));
   Conversation conversation;
-  LLMD_RETURN_IF_ERROR(ReadInput(j, &conversation, &echo));
+  LLMD_RETURN_IF_ERROR(ReadInput(j, prior, &conversation, &echo, &items));
   LLMD_RETURN_IF_ERROR(ReadSampling(j, &r, &echo));
   LLMD_RETURN_IF_ERROR(ReadTools(j, std::move(conversation), &r, &echo));
   LLMD_RETURN_IF_ERROR(ReadTextFormat(j, &r, &echo));
@@ -426,6 +459,7 @@ Result<ResponsesRequest> ParseResponsesRequest(std::string_view body) {
   LLMD_RETURN_IF_ERROR(ReadInclude(j, &r, &echo));  // after tools and reasoning, which it checks
   LLMD_RETURN_IF_ERROR(ReadLabels(j, &echo));
   r.echo_json = echo.dump(-1, ' ', false, json::error_handler_t::replace);
+  r.items_json = items.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 

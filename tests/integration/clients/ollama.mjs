@@ -254,10 +254,47 @@ async function errors() {
   await expectError(ollama.chat({ model: env.embedModel, messages: hello }), 400, /embeddings/);
   const wrong = new Ollama({ host, headers: { Authorization: 'Bearer wrong-key-0123456789' } });
   await expectError(wrong.list(), 401);
-  // Model management is the config's: 501 saying what to do instead.
-  await expectError(ollama.pull({ model: 'llama3' }), 501, /model_path/);
-  await expectError(ollama.delete({ model }), 501, /model_path/);
-  await expectError(ollama.copy({ source: model, destination: 'other' }), 501, /model_path/);
+  // Model management (the test runs as root, an administrator): what llmd refuses, and why.
+  await expectError(ollama.pull({ model: 'llama3' }), 400, /hf\.co\/owner\/repo/);
+  await expectError(ollama.delete({ model }), 400, /config/);
+  await expectError(ollama.copy({ source: model, destination: 'other' }), 404, /models directories/);
+  await expectError(ollama.create({ model: '../escape', from: model }), 400, /\.\./);
+  await expectError(ollama.push({ model }), 501, /push/);
+}
+
+// Model management through the client's own calls: pull (its progress stream) from the test's
+// loopback server (LLMD_PULL_URL), create with SYSTEM and PARAMETER, copy, delete, and the
+// models in list and ps.
+async function manage() {
+  const url = process.env.LLMD_PULL_URL;
+  check(url, 'set LLMD_PULL_URL');
+  const names = async () => (await ollama.list()).models.map((m) => m.name);
+  const statuses = [];
+  let whole = false;
+  for await (const p of await ollama.pull({ model: url, stream: true })) {
+    statuses.push(p.status);
+    if (p.total > 0 && p.completed === p.total) whole = true;
+  }
+  check(statuses[0] === 'pulling manifest', `the pull began with ${show(statuses[0])}`);
+  check(statuses.at(-1) === 'success', `the pull ended with ${show(statuses.at(-1))}: ${show(statuses)}`);
+  check(whole, `no progress line had completed === total: ${show(statuses)}`);
+  check((await names()).includes('js-pulled'), `js-pulled not listed: ${show(await names())}`);
+  const again = await ollama.pull({ model: url });  // not streamed: the last line
+  check(again.status === 'success', `a second pull answered ${show(again)}`);
+
+  const created = await ollama.create({ model: 'js-terse', from: 'js-pulled', system: 'Be terse.',
+    parameters: { num_predict: 2 } });
+  check(created.status === 'success', `create answered ${show(created)}`);
+  const r = await ollama.generate({ model: 'js-terse', prompt: 'Hello', options: { temperature: 0 } });
+  check(r.eval_count === 2, `js-terse generated ${r.eval_count} tokens; its PARAMETER num_predict is 2`);
+  const running = (await ollama.ps()).models.map((m) => m.name);
+  check(running.includes('js-terse'), `js-terse not in ps: ${show(running)}`);
+
+  check((await ollama.copy({ source: 'js-pulled', destination: 'js-copy' })).status === 'success', 'copy');
+  check((await names()).includes('js-copy'), `js-copy not listed: ${show(await names())}`);
+  check((await ollama.delete({ model: 'js-copy' })).status === 'success', 'delete');
+  check(!(await names()).includes('js-copy'), `js-copy still listed after delete: ${show(await names())}`);
+  await expectError(ollama.delete({ model: 'js-copy' }), 404, /not found/);
 }
 
 // The chat model's generated tokens so far, from /metrics.
@@ -294,5 +331,5 @@ async function abort() {
 
 await runCases('ollama', {
   chat, chat_stream: chatStream, generate, generate_stream: generateStream, list, show: showCase, ps, version,
-  embed, tools, format, think, errors, abort,
+  embed, tools, format, think, errors, abort, manage,
 });

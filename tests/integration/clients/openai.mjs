@@ -329,6 +329,27 @@ async function responsesStream() {
     `final output_text ${show(done.output_text)}`);
 }
 
+// Stored responses: store, previous_response_id (from the prompt cache), retrieve, delete.
+async function responsesStore() {
+  const ask = { model, max_output_tokens: 12, temperature: 0 };
+  const first = await client.responses.create({ ...ask, input: 'Tell me about rivers.', store: true });
+  check(first.store === true, `store is ${show(first.store)}`);
+  const next = await client.responses.create({ ...ask, input: 'And lakes?', previous_response_id: first.id });
+  check(next.previous_response_id === first.id, `previous_response_id is ${show(next.previous_response_id)}`);
+  const cached = next.usage?.input_tokens_details?.cached_tokens;
+  check(cached > 0, `cached_tokens is ${show(cached)}`);
+  const got = await client.responses.retrieve(first.id);
+  check(got.id === first.id && got.output_text === first.output_text, `retrieved ${show(got)}`);
+  await client.responses.delete(first.id);
+  let status = 0;
+  try {
+    await client.responses.retrieve(first.id);
+  } catch (e) {
+    status = e.status;
+  }
+  check(status === 404, `retrieve after delete gave ${show(status)}`);
+}
+
 async function embeddings() {
   const r = await client.embeddings.create({ model: env.embedModel, input: ['the first text', 'a second one'] });
   check(r.object === 'list' && r.data.length === 2, `data is ${show(r.data)}`);
@@ -348,5 +369,5 @@ await runCases('openai', {
   tool_named: toolNamed, tool_result_turn: toolResultTurn,
   json_schema: jsonSchema, json_schema_zod: jsonSchemaZod, json_object: jsonObject,
   logprobs, n2, reasoning, reasoning_stream: reasoningStream,
-  responses, responses_stream: responsesStream, embeddings,
+  responses, responses_stream: responsesStream, responses_store: responsesStore, embeddings,
 });

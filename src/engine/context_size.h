@@ -1,0 +1,37 @@
+// How much context a model gets, when the config does not say.
+//
+// By default the KV cache is one pool that every sequence draws on (llama.cpp's unified KV
+// cache), sized as llama.cpp's parameter fitting sizes an unset context: the model's trained
+// context, made smaller only where the memory budget cannot hold its KV cache (never below
+// kMinAutoContext). One request may use the whole pool; many short ones share it. KV pages are
+// committed only as tokens are written, so a large pool costs nothing until it is used.
+//
+// An explicit max_context_len keeps its old meaning: that many tokens per sequence, each
+// sequence with a KV stream of its own.
+#ifndef LLMD_ENGINE_CONTEXT_SIZE_H_
+#define LLMD_ENGINE_CONTEXT_SIZE_H_
+
+#include <cstdint>
+
+#include "engine/types.h"
+#include "format/gguf_precheck.h"
+
+namespace llmd::engine {
+
+inline constexpr int32_t kMinAutoContext = 4096;   // llama.cpp's fit_params_min_ctx
+inline constexpr int32_t kFallbackContext = 4096;  // a file that names no trained context
+inline constexpr int32_t kAutoEmbeddingContext = 8192;
+
+// The KV cache's bytes per token over every attention layer of the trunk.
+uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_value);
+
+// `config` with its context resolved: context_tokens (what one request may hold) and
+// pool_tokens (the shared pool's cells; 0: a stream per sequence). A config that already
+// names context_tokens comes back as it is. Embedding models get a stream per sequence of
+// at most kAutoEmbeddingContext (each input is one decode call; there is nothing to share).
+EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummary& gguf,
+                            double kv_bytes_per_value);
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_CONTEXT_SIZE_H_
