@@ -132,6 +132,66 @@ json PullLine(const sched::PullProgress& p) {
   return line;
 }
 
+// HEAD or POST /api/blobs/sha256:<hex>: is it there; upload it (checked against its digest).
+int Blobs(const Request& req, Responder& out, sched::ModelAdmin& admin) {
+  const std::string digest = req.path.substr(std::string("/api/blobs/").size());
+  if (req.method == "HEAD") {
+    auto has = admin.HasBlob(digest);
+    if (!has.has_value()) return Fail(out, has.error());
+    return out.Send(*has ? 200 : 404, kJsonType, "") ? (*has ? 200 : 404) : 0;
+  }
+  if (req.method != "POST") return Fail(out, WrongMethod(req, "HEAD, POST"));
+  if (Status s = admin.PutBlob(digest, req.body); !s.ok()) return Fail(out, s);
+  return out.Send(201, kJsonType, "") ? 201 : 0;
+}
+
+int Delete(const Request& req, Responder& out, sched::ModelAdmin& admin) {
+  if (req.method != "DELETE") return Fail(out, WrongMethod(req, "DELETE"));
+  auto body = ParseObject(req.body);
+  if (!body.has_value()) return Fail(out, body.error());
+  auto model = ModelField(*body, "delete: ");
+  if (!model.has_value()) return Fail(out, model.error());
+  if (Status s = admin.Delete(*model); !s.ok()) return Fail(out, s);
+  return out.Send(200, kJsonType, "") ? 200 : 0;
+}
+
+int Copy(const json& body, Responder& out, sched::ModelAdmin& admin) {
+  auto source = RequiredString(body, "source", "copy: ");
+  if (!source.has_value()) return Fail(out, source.error());
+  auto destination = RequiredString(body, "destination", "copy: ");
+  if (!destination.has_value()) return Fail(out, destination.error());
+  if (Status s = admin.Copy(*source, *destination); !s.ok()) return Fail(out, s);
+  return out.Send(200, kJsonType, "") ? 200 : 0;
+}
+
+int Create(const json& body, Responder& out, ProgressLines& lines, sched::ModelAdmin& admin) {
+  auto request = ParseCreate(body);
+  if (!request.has_value()) return Fail(out, request.error());
+  if (!lines.Write({{"status", "gathering model components"}})) return 0;
+  if (Status s = admin.Create(*request); !s.ok()) return lines.Error(s);
+  if (!lines.Write({{"status", "writing manifest"}}) || !lines.Write({{"status", "success"}})) return 0;
+  return lines.Finish();
+}
+
+int Pull(const json& body, Responder& out, ProgressLines& lines, sched::ModelAdmin& admin) {
+  auto source = ModelField(body, "pull: ");
+  if (!source.has_value()) return Fail(out, source.error());
+  bool insecure = false;
+  if (Status s = ReadBool(body, "insecure", &insecure); !s.ok()) return Fail(out, s);
+  if (insecure) {
+    return Fail(out, InvalidArgumentError("pull: 'insecure' is not supported: llmd fetches over https only "
+                                          "(plain http from loopback hosts)"));
+  }
+  auto pulled = admin.Pull(*source, [&](const sched::PullProgress& progress) { return lines.Write(PullLine(progress)); },
+                           nullptr);
+  if (!pulled.has_value()) return lines.Error(pulled.error());
+  if (!lines.Write({{"status", "verifying sha256 digest"}}) || !lines.Write({{"status", "writing manifest"}}) ||
+      !lines.Write({{"status", "success"}})) {
+    return 0;
+  }
+  return lines.Finish();
+}
+
 }  // namespace
 
 int OllamaRoutes::Manage(const Request& req, Responder& out) {
@@ -155,67 +215,18 @@ int OllamaRoutes::Manage(const Request& req, Responder& out) {
                               p + ": model management needs models_dir (the writable models directory) in the config",
                               {}});
   }
-  auto wrong_method = [&](const char* allow) { return Fail(out, WrongMethod(req, allow)); };
-  if (p.starts_with("/api/blobs/")) {
-    const std::string digest = p.substr(std::string("/api/blobs/").size());
-    if (req.method == "HEAD") {
-      auto has = admin->HasBlob(digest);
-      if (!has.has_value()) return Fail(out, has.error());
-      return out.Send(*has ? 200 : 404, kJsonType, "") ? (*has ? 200 : 404) : 0;
-    }
-    if (req.method != "POST") return wrong_method("HEAD, POST");
-    if (Status s = admin->PutBlob(digest, req.body); !s.ok()) return Fail(out, s);
-    return out.Send(201, kJsonType, "") ? 201 : 0;
-  }
+  if (p.starts_with("/api/blobs/")) return Blobs(req, out, *admin);
   if (p == "/api/blobs") return Fail(out, NoSuchEndpoint(req));
-  if (p == "/api/delete") {
-    if (req.method != "DELETE") return wrong_method("DELETE");
-    auto body = ParseObject(req.body);
-    if (!body.has_value()) return Fail(out, body.error());
-    auto model = ModelField(*body, "delete: ");
-    if (!model.has_value()) return Fail(out, model.error());
-    if (Status s = admin->Delete(*model); !s.ok()) return Fail(out, s);
-    return out.Send(200, kJsonType, "") ? 200 : 0;
-  }
-  if (req.method != "POST") return wrong_method("POST");
+  if (p == "/api/delete") return Delete(req, out, *admin);
+  if (req.method != "POST") return Fail(out, WrongMethod(req, "POST"));
   auto body = ParseObject(req.body);
   if (!body.has_value()) return Fail(out, body.error());
   bool stream = true;  // Ollama streams progress unless told not to
   if (Status s = ReadBool(*body, "stream", &stream); !s.ok()) return Fail(out, s);
-  if (p == "/api/copy") {
-    auto source = RequiredString(*body, "source", "copy: ");
-    if (!source.has_value()) return Fail(out, source.error());
-    auto destination = RequiredString(*body, "destination", "copy: ");
-    if (!destination.has_value()) return Fail(out, destination.error());
-    if (Status s = admin->Copy(*source, *destination); !s.ok()) return Fail(out, s);
-    return out.Send(200, kJsonType, "") ? 200 : 0;
-  }
+  if (p == "/api/copy") return Copy(*body, out, *admin);
   ProgressLines lines(out, stream);
-  if (p == "/api/create") {
-    auto request = ParseCreate(*body);
-    if (!request.has_value()) return Fail(out, request.error());
-    if (!lines.Write({{"status", "gathering model components"}})) return 0;
-    if (Status s = admin->Create(*request); !s.ok()) return lines.Error(s);
-    if (!lines.Write({{"status", "writing manifest"}}) || !lines.Write({{"status", "success"}})) return 0;
-    return lines.Finish();
-  }
-  // /api/pull
-  auto source = ModelField(*body, "pull: ");
-  if (!source.has_value()) return Fail(out, source.error());
-  bool insecure = false;
-  if (Status s = ReadBool(*body, "insecure", &insecure); !s.ok()) return Fail(out, s);
-  if (insecure) {
-    return Fail(out, InvalidArgumentError("pull: 'insecure' is not supported: llmd fetches over https only "
-                                          "(plain http from loopback hosts)"));
-  }
-  auto pulled = admin->Pull(*source, [&](const sched::PullProgress& progress) { return lines.Write(PullLine(progress)); },
-                            nullptr);
-  if (!pulled.has_value()) return lines.Error(pulled.error());
-  if (!lines.Write({{"status", "verifying sha256 digest"}}) || !lines.Write({{"status", "writing manifest"}}) ||
-      !lines.Write({{"status", "success"}})) {
-    return 0;
-  }
-  return lines.Finish();
+  if (p == "/api/create") return Create(*body, out, lines, *admin);
+  return Pull(*body, out, lines, *admin);  // /api/pull
 }
 
 }  // namespace llmd::http
