@@ -34,6 +34,15 @@ EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummar
     // Whole 256-cell blocks, as llama.cpp pads its cache.
     cells = std::min<int64_t>(cells, std::max<int64_t>(std::min(kMinAutoContext, trained), fits / 256 * 256));
   }
+  if (gguf.ssm_inner_size > 0) {
+    // A hybrid model (recurrent state + attention) keeps a cache per sequence: in one shared
+    // pool a request batched with others gave another greedy answer than alone
+    // (same_answer_test, hybrid, under ASan), so the pool's cells are split between them.
+    out.context_tokens = static_cast<int32_t>(std::max<int64_t>(
+        std::min(kMinAutoContext, trained), cells / std::max<int32_t>(1, config.sequences) / 256 * 256));
+    out.pool_tokens = 0;
+    return out;
+  }
   out.context_tokens = static_cast<int32_t>(cells);
   out.pool_tokens = static_cast<int32_t>(cells);
   return out;

@@ -67,6 +67,17 @@ TEST(ContextSize, ASmallTrainedContextOrNoneAtAll) {
   EXPECT_EQ(ResolveContext(EngineConfig{}, g, 2.0).pool_tokens, kFallbackContext);
 }
 
+TEST(ContextSize, HybridModelsSplitTheCellsIntoACachePerSequence) {
+  format::GgufSummary g = Dense();
+  g.ssm_inner_size = 128;
+  g.full_attention_interval = 4;
+  EngineConfig c;
+  c.sequences = 4;
+  const EngineConfig r = ResolveContext(c, g, 2.0);
+  EXPECT_EQ(r.pool_tokens, 0);
+  EXPECT_EQ(r.context_tokens, 40960 / 4);
+}
+
 TEST(ContextSize, EmbeddingModelsGetAStreamOfTheirOwn) {
   EngineConfig c;
   c.embeddings = true;
