@@ -171,7 +171,8 @@ def http_request(port, key, messages, max_tokens, extra=None):
         if ev.get("timings"):  # llama-server's own: cache_n reused, prompt_n computed
             timings = ev["timings"]
         for ch in ev.get("choices", []):
-            if ch.get("delta", {}).get("content"):
+            delta = ch.get("delta", {})  # TTFT: the first delta of any kind
+            if delta.get("content") or delta.get("reasoning_content") or delta.get("tool_calls"):
                 stamps.append(time.perf_counter())
     end = time.perf_counter(); c.close()
     tokens = usage["completion_tokens"] if usage else len(stamps)
