@@ -35,6 +35,12 @@ struct ClientError {
 template <typename T>
 using ClientResult = Result<T, ClientError>;
 
+// What a Chat turn does when the session's history and the new message do not fit the model's
+// context (docs/protocol.md, "overflow"): kError refuses it (ServerError(ContextOverflow), the
+// counts in the message); kDropOldest drops the session's oldest whole turns (never the system
+// prompt or this turn), and the Generation's dropped_* say what went.
+enum class Overflow { kError, kDropOldest };
+
 // Options of a streamed generation; unset fields take the daemon's defaults.
 struct GenerateOptions {
   std::optional<uint32_t> max_tokens;
@@ -49,6 +55,9 @@ struct GenerateOptions {
   // Speculative decoding: at most this many tokens drafted per step (llmd's draft_max caps it);
   // 0: none for this request; default: llmd's draft_max.
   std::optional<uint32_t> draft_max;
+  // Applies to Chat (a GenerateStream has no turns to drop: too long is refused either way);
+  // default: kError.
+  std::optional<Overflow> overflow;
 };
 
 struct Generation {
@@ -64,6 +73,8 @@ struct Generation {
   std::string finish_reason;  // "stop", "length" or "cancelled"
   uint32_t draft_tokens = 0;           // speculative decoding: tokens drafted and verified
   uint32_t accepted_draft_tokens = 0;  // ... and those of them the model accepted
+  uint32_t dropped_tokens = 0;  // Overflow::kDropOldest: the prompt tokens dropped to fit
+  uint32_t dropped_turns = 0;   // ... and the whole turns they were
 };
 
 // Counters since the daemon started.

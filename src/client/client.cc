@@ -144,6 +144,9 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
   req.max_tokens = o.max_tokens;
   req.params = {o.system, o.temperature, o.top_p, o.top_k, o.repeat_penalty, o.seed, o.model, o.guard};
   req.params.draft_max = o.draft_max;
+  if (o.overflow) {
+    req.params.overflow = *o.overflow == Overflow::kDropOldest ? proto::kOverflowDropOldest : proto::kOverflowError;
+  }
   if (auto e = c.Send(req, timeout)) return *e;
   Generation g;
   while (true) {
@@ -167,6 +170,8 @@ ClientResult<Generation> Stream(const std::string& path, std::chrono::millisecon
         g.guard_ms = resp->stats.guard_ms;
         g.draft_tokens = resp->stats.draft_tokens;
         g.accepted_draft_tokens = resp->stats.accepted_draft_tokens;
+        g.dropped_tokens = resp->stats.dropped_tokens;
+        g.dropped_turns = resp->stats.dropped_turns;
         g.finish_reason = FinishName(resp->stats.finish_reason);
         return g;
       case proto::Response::Type::kError:

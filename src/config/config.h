@@ -24,11 +24,15 @@ inline constexpr size_t kMaxPinnedPromptBytes = 1 << 20;
 // the daemon found them. A request's own values win over these, these over the server's.
 struct ModelGenerationDefaults {
   std::optional<uint32_t> max_tokens;  // num_predict (> 0); still capped by max_new_tokens
+  // num_ctx: a request's own context when it sets none (held to the model's, as a request's is)
+  std::optional<int32_t> context_tokens;
   std::optional<float> temperature, top_p, repeat_penalty, presence_penalty, frequency_penalty;
   std::optional<int32_t> top_k;
   std::optional<uint32_t> seed;
   std::optional<std::string> system;  // SYSTEM: replaces system_prompt (HTTP chats)
   std::vector<std::string> stop;      // PARAMETER stop: when a request sets none (HTTP)
+  // TEMPLATE (Jinja): the model loads with it in place of its GGUF's; here for /api/show.
+  std::optional<std::string> chat_template;
 };
 
 struct DaemonConfig {
@@ -178,6 +182,9 @@ std::string HttpSocketPath(const DaemonConfig& config);
 // The first model's name: model_name, else the file name of model_path without its directory
 // and ".gguf".
 std::string DefaultModelName(const DaemonConfig& config);
+// The manifest defaults of the model `name` (`model_defaults`; "NAME:latest" is NAME); nullptr
+// when it has none. `name` none: the default model's.
+const ModelGenerationDefaults* FindModelDefaults(const DaemonConfig& config, const std::optional<std::string>& name);
 // Whether the model named `name` is loaded for embeddings (embedding_models): it does not generate.
 bool IsEmbeddingModel(const DaemonConfig& config, const std::string& name);
 

@@ -70,6 +70,27 @@ Result<std::unique_ptr<engine::Engine>> LoadEngine(const config::DaemonConfig& c
   return sched::WarmUp(std::move(engine), c.system_prompt);
 }
 
+// A manifest's num_ctx is each request's default context, held to the model's. With an
+// explicit max_context_len a request asking for more is refused (the context is fixed when
+// the model loads), so a manifest that does is refused when the model would load, saying so,
+// rather than every request being cut to less than its manifest says.
+Status CheckManifestContext(const config::DaemonConfig& c, const std::string& name) {
+  const config::ModelGenerationDefaults* defaults = config::FindModelDefaults(c, name);
+  if (defaults == nullptr || !defaults->context_tokens) return Status::Ok();
+  const int32_t wanted = *defaults->context_tokens;
+  if (c.engine.context_tokens == 0 || wanted <= c.engine.context_tokens) return Status::Ok();
+  return InvalidArgumentError("its manifest's num_ctx is " + std::to_string(wanted) + ", more than max_context_len (" +
+                              std::to_string(c.engine.context_tokens) +
+                              " tokens a request); lower num_ctx in the manifest, or raise max_context_len (0: "
+                              "automatic, which holds num_ctx to the KV pool)");
+}
+
+// Whether `name` is one of the config's models (model_path's, `models`).
+bool IsConfiguredModel(const config::DaemonConfig& c, const std::string& name) {
+  return name == config::DefaultModelName(c) ||
+         std::any_of(c.extra_models.begin(), c.extra_models.end(), [&](const auto& m) { return m.first == name; });
+}
+
 // Every model to load, by name: the first (model_path) and then `models`.
 Result<std::vector<std::pair<std::string, std::string>>> ModelList(const config::DaemonConfig& c) {
   std::vector<std::pair<std::string, std::string>> list;
@@ -300,6 +321,8 @@ Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
   const config::DaemonConfig& c = *current;
   const std::string& name = source.name;
   LLMD_ASSIGN_OR_RETURN(config::DaemonConfig one, ModelConfig(c, name, source.path, kv_share_bytes_));
+  LLMD_RETURN_IF_ERROR(CheckManifestContext(c, name));
+  one.engine.chat_template = source.chat_template;
   // The pre-check before llama.cpp sees a byte (a file changed since the scan included).
   LLMD_RETURN_IF_ERROR(format::InspectModelFile(source.path).error());
   LLMD_ASSIGN_OR_RETURN(auto engine, LoadEngine(one));
@@ -319,7 +342,7 @@ Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
        {"trained_context", std::to_string(info.trained_context)}, {"parallel", std::to_string(info.sequences)},
        {"kv_cache_mib", std::to_string(info.kv_cache_bytes >> 20)},
        {"memory", info.memory.partial_truncation ? "attention" : "recurrent (checkpoints)"},
-       {"template", info.has_chat_template ? "model" : "chatml"},
+       {"template", !source.chat_template.empty() ? "manifest" : info.has_chat_template ? "model" : "chatml"},
        {"speculative", std::string(engine::SpeculativeModeName(info.speculative.mode))},
        {"draft_max", std::to_string(info.speculative.draft_max)}});
   LogPlacement(name, info);
@@ -337,19 +360,35 @@ Result<LoadedModel> Daemon::LoadModel(const ModelSource& source) {
   return loaded;
 }
 
+// Bytes a KV cache value of the configured type takes.
+static double KvBytesPerValue(const config::DaemonConfig& c) {
+  const std::string& kv = c.engine.kv_cache_type;
+  return kv == "q8_0" ? 34.0 / 32 : kv == "q4_0" ? 18.0 / 32 : kv == "f32" ? 4.0 : 2.0;
+}
+
+static uint32_t SequencesOf(const config::DaemonConfig& c, const ModelSource& source) {
+  return source.embedding ? 1u
+                          : static_cast<uint32_t>(std::min<int32_t>(
+                                64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences)));
+}
+
+engine::EngineConfig Daemon::SizedEngine(const ModelSource& source, const format::GgufSummary& gguf) const {
+  const config::DaemonConfig& c = parsed_.config;
+  engine::EngineConfig sized = c.engine;
+  sized.embeddings = source.embedding;
+  sized.sequences = static_cast<int32_t>(SequencesOf(c, source));
+  sized.kv_budget_bytes = kv_share_bytes_;
+  return engine::ResolveContext(sized, gguf, KvBytesPerValue(c));
+}
+
 uint64_t Daemon::EstimateModel(const ModelSource& source) const {
   auto file = format::InspectModelFile(source.path);
   if (!file.has_value()) return 0;  // the load fails on it, with the reason
   const config::DaemonConfig& c = parsed_.config;
   if (file->format != format::ModelFormat::kGguf) return file->file_bytes;
-  const std::string& kv = c.engine.kv_cache_type;
-  const double kv_bytes = kv == "q8_0" ? 34.0 / 32 : kv == "q4_0" ? 18.0 / 32 : kv == "f32" ? 4.0 : 2.0;
-  const uint32_t sequences =
-      source.embedding ? 1u : static_cast<uint32_t>(std::min<int32_t>(64, c.engine.sequences + static_cast<int32_t>(c.reserved_sequences)));
-  engine::EngineConfig sized = c.engine;
-  sized.embeddings = source.embedding;
-  sized.kv_budget_bytes = kv_share_bytes_;
-  sized = engine::ResolveContext(sized, file->gguf, kv_bytes);
+  const double kv_bytes = KvBytesPerValue(c);
+  const uint32_t sequences = SequencesOf(c, source);
+  const engine::EngineConfig sized = SizedEngine(source, file->gguf);
   const engine::ModelFootprint footprint = engine::ModelFootprint::FromGguf(
       file->gguf, static_cast<uint32_t>(sized.context_tokens), sequences, kv_bytes,
       static_cast<uint32_t>(std::min(c.engine.batch_tokens, 512)), sequences, c.engine.flash_attention != "off", {},
@@ -397,7 +436,9 @@ static config::ModelGenerationDefaults GenerationDefaultsOf(const models::ModelD
   const models::ModelParameters& p = defaults.parameters;
   config::ModelGenerationDefaults d;
   d.system = defaults.system;
+  d.chat_template = defaults.chat_template;
   d.stop = p.Strings("stop");
+  if (auto n = p.Integer("num_ctx")) d.context_tokens = static_cast<int32_t>(*n);  // ranged 1..2^31-1
   if (auto n = p.Integer("num_predict"); n && *n > 0) d.max_tokens = static_cast<uint32_t>(std::min<int64_t>(*n, UINT32_MAX));
   auto number = [&](const char* key, std::optional<float>* out) {
     if (auto v = p.Number(key)) *out = static_cast<float>(*v);
@@ -420,20 +461,36 @@ void Daemon::Rescan() {
   std::vector<std::string> embedding;
   std::map<std::string, config::ModelGenerationDefaults> defaults;
   const int64_t keep_alive_ms = parsed_.config.models_keep_alive_ms;
+  std::map<std::string, std::string> unusable;
   for (const models::CatalogEntry& e : scan.entries) {
     if (!e.usable()) {
-      Log(LogLevel::kDebug, "model_unusable", {{"name", e.name}, {"path", e.source_path}, {"error", e.error.ToString()}});
+      // A warning the first time (a manifest llmd refuses must not go unnoticed), not on every
+      // rescan after.
+      const std::string error = e.error.ToString();
+      const auto seen = unusable_.find(e.name);
+      const bool told = seen != unusable_.end() && seen->second == error;
+      Log(told ? LogLevel::kDebug : LogLevel::kWarn, "model_unusable",
+          {{"name", e.name}, {"path", e.source_path}, {"error", error}});
+      unusable.emplace(e.name, error);
       continue;
     }
+    // The config's model of that name wins it (the registry skips this one): its defaults
+    // must not become the configured model's.
+    if (IsConfiguredModel(parsed_.config, e.name)) continue;
     ModelSource source;
     source.name = e.name;
     source.path = e.gguf_path;
     source.embedding = e.embedding;
     source.keep_alive_ms = keep_alive_ms;
+    source.chat_template = e.defaults.chat_template.value_or("");
+    source.context_tokens = SizedEngine(source, e.gguf).context_tokens;
     if (e.embedding) embedding.push_back(e.name);
-    if (!e.defaults.parameters.empty() || e.defaults.system) defaults[e.name] = GenerationDefaultsOf(e.defaults);
+    if (!e.defaults.parameters.empty() || e.defaults.system || e.defaults.chat_template) {
+      defaults[e.name] = GenerationDefaultsOf(e.defaults);
+    }
     sources.push_back(std::move(source));
   }
+  unusable_ = std::move(unusable);
   Log(LogLevel::kInfo, "models_scanned", {{"usable", std::to_string(sources.size())},
                                           {"listed", std::to_string(scan.entries.size())}});
   {

@@ -21,6 +21,8 @@
 #include "daemon/model_manager.h"
 #include "daemon/model_registry.h"
 #include "daemon/server_context.h"
+#include "engine/types.h"
+#include "format/gguf_precheck.h"
 #include "models/catalog.h"
 #include "models/dir_watcher.h"
 #include "sched/device_conditions.h"
@@ -54,6 +56,9 @@ class Daemon {
   Result<LoadedModel> LoadModel(const ModelSource& source);
   // What a model should take once loaded, from its file (the registry's estimate).
   uint64_t EstimateModel(const ModelSource& source) const;
+  // The engine settings `source` loads with, its context resolved from its file's summary as
+  // the engine resolves it: what EstimateModel sizes, and the context a listing reports.
+  engine::EngineConfig SizedEngine(const ModelSource& source, const format::GgufSummary& gguf) const;
   // Models on demand: scans the models directories into the registry (startup and the
   // watcher's thread), and publishes the settings with the found embedding models.
   void Rescan();
@@ -79,6 +84,7 @@ class Daemon {
   std::unique_ptr<models::DirWatcher> watcher_;    // likewise; stopped before the registry
   std::unique_ptr<ModelManager> manager_;          // pull, create, copy, delete; null without models_dir
   std::mutex rescan_mu_;                           // one Rescan at a time: the last scan is the one published
+  std::map<std::string, std::string> unusable_;    // the last scan's unusable models and why (rescan_mu_)
   std::mutex config_mu_;                           // the two below: watcher and reload threads
   config::DaemonConfig base_config_;               // the settings as read (before found models)
   std::vector<std::string> found_embedding_;       // embedding models found on disk

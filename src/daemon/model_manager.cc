@@ -16,6 +16,7 @@
 #include "fetch/sha256.h"
 #include "format/gguf_precheck.h"
 #include "format/random_access_file.h"
+#include "models/chat_template_syntax.h"
 #include "models/model_name.h"
 #include "models/modelfile.h"
 
@@ -326,6 +327,7 @@ Status ModelManager::Create(const sched::CreateModelRequest& r) {
   LLMD_ASSIGN_OR_RETURN(models::ModelName name, models::ParseModelName(r.name));
   models::Manifest manifest;
   manifest.defaults.system = r.system;
+  if (r.chat_template) LLMD_RETURN_IF_ERROR(models::CheckChatTemplate(*r.chat_template).WithContext("create"));
   manifest.defaults.chat_template = r.chat_template;
   for (const auto& [key, value] : r.parameters) {
     LLMD_RETURN_IF_ERROR(manifest.defaults.parameters.Add(key, value));

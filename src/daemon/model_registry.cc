@@ -11,6 +11,16 @@ namespace {
 
 std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20); }
 
+// The log's words for why a model goes (tests and operators grep them).
+const char* UnloadLogText(sched::ModelUnload why) {
+  switch (why) {
+    case sched::ModelUnload::kKeepAlive: return "keep_alive";
+    case sched::ModelUnload::kMemoryBudget: return "memory budget";
+    case sched::ModelUnload::kRemoved: return "removed from disk";
+  }
+  return "?";
+}
+
 }  // namespace
 
 ModelRegistry::ModelRegistry(uint64_t budget_bytes, Loader loader, Estimator estimate, const Clock& clock)
@@ -29,6 +39,7 @@ void ModelRegistry::AddConfigured(ModelSource source, std::optional<LoadedModel>
   }
   std::lock_guard<std::mutex> lock(mu_);
   e->last_used_ms = clock_.NowMs();
+  if (e->state == State::kLoaded) ++counts_.loads;
   // Configured models stay in their config order, before the ones found on disk.
   auto first_found = std::find_if(entries_.begin(), entries_.end(), [](const EntryPtr& x) { return !x->source.configured; });
   entries_.insert(first_found, std::move(e));
@@ -132,6 +143,7 @@ std::vector<sched::AvailableModel> ModelRegistry::Available() const {
     m.loading = e->state == State::kLoading;
     m.embedding = e->source.embedding;
     m.pinned = e->source.pinned;
+    m.context_tokens = e->source.context_tokens;
     if (m.loaded) {
       m.memory_bytes = e->bytes;
       const int64_t keep = KeepAliveOf(*e);
@@ -265,9 +277,18 @@ uint64_t ModelRegistry::used_bytes() const {
   return UsedLocked();
 }
 
-std::shared_ptr<sched::EngineWorker> ModelRegistry::DetachLocked(Entry& e, const char* why) {
+sched::ModelLoadStats ModelRegistry::load_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  sched::ModelLoadStats out = counts_;
+  out.budget_bytes = budget_;
+  out.used_bytes = UsedLocked();
+  return out;
+}
+
+std::shared_ptr<sched::EngineWorker> ModelRegistry::DetachLocked(Entry& e, sched::ModelUnload why) {
+  ++counts_.unloads[static_cast<int>(why)];
   Log(LogLevel::kInfo, "model_unloading",
-      {{"name", e.source.name}, {"why", why}, {"memory_mib", MiB(e.bytes)},
+      {{"name", e.source.name}, {"why", UnloadLogText(why)}, {"memory_mib", MiB(e.bytes)},
        {"used_mib", MiB(UsedLocked() - e.bytes)}, {"budget_mib", MiB(budget_)}});
   e.state = State::kUnloaded;
   e.bytes = 0;
@@ -306,7 +327,7 @@ bool ModelRegistry::MakeRoomLocked(const Entry& for_entry, uint64_t needed,
   for (const EntryPtr& e : order) {
     if (others + needed <= budget_) break;
     others -= e->bytes;
-    freed->push_back(DetachLocked(*e, "memory budget"));
+    freed->push_back(DetachLocked(*e, sched::ModelUnload::kMemoryBudget));
   }
   return true;
 }
@@ -330,18 +351,25 @@ std::string ModelRegistry::NoRoomMessage(const Entry& e, uint64_t needed) const 
          "); retry when a model is idle, or raise memory_budget_mb";
 }
 
+Status ModelRegistry::RefusedLocked(const Entry& e, uint64_t needed) {
+  const std::string message = NoRoomMessage(e, needed);
+  ++counts_.load_refusals;
+  Log(LogLevel::kWarn, "model_load_refused", {{"name", e.source.name}, {"error", message}});
+  return ResourceExhaustedError(message);
+}
+
 int64_t ModelRegistry::UnloadDueLocked(std::vector<std::shared_ptr<sched::EngineWorker>>* freed, int64_t now) {
   int64_t next = -1;
   for (const EntryPtr& e : entries_) {
     if (e->state != State::kLoaded || e->source.pinned || !IdleLocked(*e)) continue;
     if (!e->listed) {
-      freed->push_back(DetachLocked(*e, "removed from disk"));
+      freed->push_back(DetachLocked(*e, sched::ModelUnload::kRemoved));
       continue;
     }
     const int64_t keep = KeepAliveOf(*e);
     if (keep < 0) continue;
     if (now - e->last_used_ms >= keep) {
-      freed->push_back(DetachLocked(*e, "keep_alive"));
+      freed->push_back(DetachLocked(*e, sched::ModelUnload::kKeepAlive));
     } else {
       const int64_t at = e->last_used_ms + keep;
       next = next < 0 ? at : std::min(next, at);
@@ -408,9 +436,7 @@ void ModelRegistry::LoadOne(std::unique_lock<std::mutex>& lock, const EntryPtr& 
   lock.lock();
   std::vector<std::shared_ptr<sched::EngineWorker>> freed;
   if (!MakeRoomLocked(*e, needed, &freed)) {
-    const std::string message = NoRoomMessage(*e, needed);
-    Log(LogLevel::kWarn, "model_load_refused", {{"name", source.name}, {"error", message}});
-    finish(ResourceExhaustedError(message));
+    finish(RefusedLocked(*e, needed));
     return;
   }
   e->state = State::kLoading;
@@ -428,6 +454,7 @@ void ModelRegistry::LoadOne(std::unique_lock<std::mutex>& lock, const EntryPtr& 
   if (!loaded.has_value()) {
     e->state = State::kUnloaded;
     e->bytes = 0;
+    ++counts_.load_failures;
     Log(LogLevel::kWarn, "model_load_failed", {{"name", source.name}, {"error", loaded.error().ToString()}});
     finish(loaded.error().WithContext("model '" + source.name + "'"));
     return;
@@ -436,11 +463,10 @@ void ModelRegistry::LoadOne(std::unique_lock<std::mutex>& lock, const EntryPtr& 
   e->bytes = loaded->bytes;
   if (!MakeRoomLocked(*e, loaded->bytes, &freed)) {
     // It takes more than estimated, and that does not fit: give it up.
-    const std::string message = NoRoomMessage(*e, loaded->bytes);
+    Status refused = RefusedLocked(*e, loaded->bytes);
     e->state = State::kUnloaded;
     e->bytes = 0;
-    Log(LogLevel::kWarn, "model_load_refused", {{"name", source.name}, {"error", message}});
-    finish(ResourceExhaustedError(message));
+    finish(std::move(refused));
     lock.unlock();
     Unload(loaded->worker);
     lock.lock();
@@ -449,6 +475,7 @@ void ModelRegistry::LoadOne(std::unique_lock<std::mutex>& lock, const EntryPtr& 
   e->worker = std::move(loaded->worker);
   e->state = State::kLoaded;
   e->last_used_ms = clock_.NowMs();
+  ++counts_.loads;
   Log(LogLevel::kInfo, "model_loaded_on_demand",
       {{"name", source.name}, {"memory_mib", MiB(e->bytes)}, {"used_mib", MiB(UsedLocked())},
        {"budget_mib", MiB(budget_)}, {"load_ms", std::to_string(e->last_used_ms - started)},

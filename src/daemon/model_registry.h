@@ -50,6 +50,12 @@ struct ModelSource {
   bool configured = false;     // named by the config (model_path, models); else found on disk
   bool pinned = false;         // never unloaded: the default model and the guard
   int64_t keep_alive_ms = -1;  // idle time before it is unloaded; < 0: never
+  // A manifest's TEMPLATE (Jinja): the chat template the model loads with, in place of its
+  // GGUF's; empty: the GGUF's.
+  std::string chat_template;
+  // What one request may hold once it loads (the config's max_context_len, else the automatic
+  // context sized from its file); 0: not known before it loads. For listings (/api/show).
+  int32_t context_tokens = 0;
 };
 
 // A model the loader made ready.
@@ -97,6 +103,8 @@ class ModelRegistry {
   // What the loaded models take, and the budget (bytes; 0: none).
   uint64_t used_bytes() const;
   uint64_t budget_bytes() const { return budget_; }
+  // The budget, what is used now, and the loads and unloads so far (/metrics).
+  sched::ModelLoadStats load_stats() const;
 
  private:
   enum class State { kUnloaded, kLoading, kLoaded };
@@ -126,13 +134,15 @@ class ModelRegistry {
   bool IdleLocked(const Entry& e) const;
   uint64_t UsedLocked() const;
   // Takes `e`'s worker out (no more leases); the caller frees it outside the lock (Unload).
-  std::shared_ptr<sched::EngineWorker> DetachLocked(Entry& e, const char* why);
+  std::shared_ptr<sched::EngineWorker> DetachLocked(Entry& e, sched::ModelUnload why);
   static void Unload(const std::shared_ptr<sched::EngineWorker>& worker);
   // Idle models that may be evicted to make room, least recently used first.
   std::vector<EntryPtr> EvictionOrderLocked(const Entry& for_entry, int64_t now) const;
   // Evicts until `needed` fits; the workers to free go to `freed`. False when it cannot.
   bool MakeRoomLocked(const Entry& for_entry, uint64_t needed, std::vector<std::shared_ptr<sched::EngineWorker>>* freed);
   std::string NoRoomMessage(const Entry& e, uint64_t needed) const;
+  // A load of `e` (needing `needed` bytes) refused for want of room: counted, logged, its error.
+  Status RefusedLocked(const Entry& e, uint64_t needed);
   void Run();
   void LoadOne(std::unique_lock<std::mutex>& lock, const EntryPtr& entry);
   // Unloads what is due (keep_alive out, withdrawn); returns the next time something may be.
@@ -147,6 +157,7 @@ class ModelRegistry {
   std::condition_variable cv_;         // loads ended, leases given back, work for the loader
   std::vector<EntryPtr> entries_;      // configured first (the default first), then by name
   std::deque<EntryPtr> load_queue_;
+  sched::ModelLoadStats counts_;       // the counters (budget and used are filled when read)
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -123,6 +123,8 @@ TEST(ModelRegistry, AFailedLoadIsEachWaitersError) {
   ASSERT_FALSE(broken.has_value());
   EXPECT_NE(broken.error().message().find("not a model"), std::string::npos);
   EXPECT_FALSE(IsLoaded(f.registry, "broken"));
+  EXPECT_EQ(f.registry.load_stats().load_failures, 1u);
+  EXPECT_EQ(f.registry.load_stats().loads, 1u) << "the default, at startup";
 }
 
 TEST(ModelRegistry, TheBudgetUnloadsTheLeastRecentlyUsedIdleModelNeverThePinned) {
@@ -152,6 +154,16 @@ TEST(ModelRegistry, TheBudgetUnloadsTheLeastRecentlyUsedIdleModelNeverThePinned)
   { ASSERT_TRUE(f.registry.Acquire("b", 0, std::nullopt).has_value()); }
   EXPECT_TRUE(f.registry.Acquire("a", 0, std::nullopt).has_value());
   EXPECT_FALSE(IsLoaded(f.registry, "b"));
+  // What /metrics shows: the default at startup and three loads on demand, two evictions,
+  // two refusals; the budget and what the default and a take of it.
+  const sched::ModelLoadStats stats = f.registry.load_stats();
+  EXPECT_EQ(stats.loads, 4u);
+  EXPECT_EQ(stats.load_refusals, 2u);
+  EXPECT_EQ(stats.load_failures, 0u);
+  EXPECT_EQ(stats.unloads[static_cast<int>(sched::ModelUnload::kMemoryBudget)], 2u);
+  EXPECT_EQ(stats.unloads[static_cast<int>(sched::ModelUnload::kKeepAlive)], 0u);
+  EXPECT_EQ(stats.budget_bytes, 100u);
+  EXPECT_EQ(stats.used_bytes, 80u);
 }
 
 TEST(ModelRegistry, KeepAliveZeroUnloadsOnceNoRequestHoldsIt) {
@@ -165,6 +177,7 @@ TEST(ModelRegistry, KeepAliveZeroUnloadsOnceNoRequestHoldsIt) {
   EXPECT_TRUE(IsLoaded(f.registry, "a")) << "still held by the second request";
   *second = sched::WorkerRef();
   EXPECT_TRUE(Eventually([&] { return !IsLoaded(f.registry, "a"); }));
+  EXPECT_EQ(f.registry.load_stats().unloads[static_cast<int>(sched::ModelUnload::kKeepAlive)], 1u);
   // The listing's worker is stopped, not destroyed: asking it is safe.
   for (const auto& [name, w] : listing) {
     if (name != "a") continue;
@@ -188,6 +201,7 @@ TEST(ModelRegistry, AWithdrawnModelIsUnlistedAtOnceAndUnloadedWhenIdle) {
   EXPECT_EQ(f.registry.Acquire("a", 0, std::nullopt).error().reason(), ErrorReason::kUnknownModel);
   *lease = sched::WorkerRef();
   EXPECT_TRUE(Eventually([&] { return !IsLoaded(f.registry, "a"); }));
+  EXPECT_EQ(f.registry.load_stats().unloads[static_cast<int>(sched::ModelUnload::kRemoved)], 1u);
   // Back on disk: listed and loadable again.
   f.registry.SetDiscovered({Found("a"), Found("b")});
   EXPECT_TRUE(f.registry.Acquire("a", 0, std::nullopt).has_value());

@@ -39,6 +39,9 @@ class ServerContext final : public sched::ServerState {
   std::vector<sched::AvailableModel> available() const override {
     return registry_ != nullptr ? registry_->Available() : std::vector<sched::AvailableModel>();
   }
+  sched::ModelLoadStats model_load_stats() const override {
+    return registry_ != nullptr ? registry_->load_stats() : sched::ModelLoadStats();
+  }
   Result<sched::WorkerRef> Acquire(const std::optional<std::string>& name, int64_t wait_ms,
                                    std::optional<int64_t> keep_alive_ms) override {
     if (registry_ == nullptr) return sched::ServerState::Acquire(name, wait_ms, keep_alive_ms);

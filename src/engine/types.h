@@ -93,6 +93,9 @@ struct EngineConfig {
   std::string kv_cache_type = "f16";     // "f16", "q8_0", "q4_0", ...
   // Loaded for embeddings (Engine::Embed) instead of generation, pooled as the file says.
   bool embeddings = false;
+  // A chat template (Jinja) that replaces the file's tokenizer.chat_template: a manifest's
+  // TEMPLATE. Empty: the file's own. Load fails when it does not parse or render.
+  std::string chat_template;
   SpeculativeConfig speculative;
 };
 

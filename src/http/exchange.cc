@@ -1,4 +1,3 @@
-#include "http/request_class_fields.h"
 #include "http/exchange.h"
 
 #include <algorithm>
@@ -7,6 +6,8 @@
 #include <utility>
 
 #include "http/json_reply.h"
+#include "http/overflow_fields.h"
+#include "http/request_class_fields.h"
 #include "sched/request_runner.h"
 
 namespace llmd::http {
@@ -142,6 +143,7 @@ ExchangeEnv ServerEnv(sched::ServerState& state, const Request& request, Respond
   }
   env.class_header = request.header(kRequestClassHeader);
   env.deadline_header = request.header(kDeadlineHeader);
+  env.overflow_header = request.header(kOverflowHeader);
   env.config = state.config();
   const std::vector<sched::AvailableModel> available = state.available();
   env.default_model = available.empty() ? std::string() : available.front().name;
@@ -170,6 +172,11 @@ int RunExchange(GenerationRequest request, const ExchangeOptions& options, Reply
     auto header_class = RequestClassHeader(env.class_header);
     if (!header_class.has_value()) return sink.Fail(ApiErrorOf(header_class.error()));
     request.request_class = *header_class;
+  }
+  if (!request.overflow) {
+    auto header_overflow = OverflowHeader(env.overflow_header);
+    if (!header_overflow.has_value()) return sink.Fail(ApiErrorOf(header_overflow.error()));
+    request.overflow = *header_overflow;
   }
   auto deadline = DeadlineHeader(env.deadline_header);
   if (!deadline.has_value()) return sink.Fail(ApiErrorOf(deadline.error()));
@@ -209,6 +216,12 @@ Embedded RunEmbeddings(EmbeddingRun request, const char* api, const ExchangeEnv&
   run.model = request.model;
   run.job.prompt = sched::EmbeddingInputs{std::move(request.inputs)};
   run.job.keep_alive_ms = request.keep_alive_ms;
+  if (request.context_tokens) {
+    run.job.options.context_tokens = static_cast<int32_t>(*request.context_tokens);
+  } else if (const config::ModelGenerationDefaults* d = config::FindModelDefaults(*env.config, request.model);
+             d != nullptr && d->context_tokens) {
+    run.job.options.context_tokens = *d->context_tokens;
+  }
   run.peer_fd = env.peer_fd;
   run.half_close_is_gone = true;
   run.timeout_ms = env.config->request_timeout_ms;

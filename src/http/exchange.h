@@ -3,7 +3,8 @@
 // -> GenerationRequest) and a ReplySink (what happened -> wire); everything in between is
 // here, once:
 //   - the checks before any work: the model generates (not an embedding model), the
-//     sampling settings are valid;
+//     sampling settings are valid; the headers every API shares (X-Llmd-Class,
+//     X-Llmd-Deadline-Ms, X-Llmd-Overflow) read, a body field winning over its header;
 //   - the job (MakeGenerationJob: the configured defaults and caps), the model and the guard;
 //   - its run and wait (the request runner: deadline, peer hang-up, drain);
 //   - the partial parse of a streamed reply into text, reasoning and tool-call pieces, and
@@ -102,6 +103,7 @@ struct ExchangeEnv {
   PeerIdentity peer;          // who sent the request (its class's default and ceiling)
   std::string class_header;     // X-Llmd-Class, "" when absent
   std::string deadline_header;  // X-Llmd-Deadline-Ms, "" when absent
+  std::string overflow_header;  // X-Llmd-Overflow, "" when absent
   // Runs a request to its outcome (sched::RequestRunner).
   std::function<sched::RunOutcome(sched::RunRequest)> run;
   // Starts `task` on a thread the server owns and counts; false (nothing runs) when none is
@@ -128,6 +130,9 @@ struct EmbeddingRun {
   std::vector<std::string> inputs;
   std::optional<int64_t> dimensions;     // must be the model's own: llmd does not shorten them
   std::optional<int64_t> keep_alive_ms;  // Ollama's keep_alive
+  // Ollama's options.num_ctx: the most tokens one input may hold; none: the model's
+  // manifest's num_ctx, else the model's context.
+  std::optional<int64_t> context_tokens;
 };
 struct Embedded {
   bool client_gone = false;  // the client left first: answer nothing

@@ -197,6 +197,38 @@ TEST(Exchange, TheClassComesFromTheBodyOrTheHeaderAndStaysUnderThePeersCeiling) 
   EXPECT_EQ(s.requests().size(), 3u);
 }
 
+TEST(Exchange, TheOverflowComesFromTheBodyOrTheHeaderOnEveryApi) {
+  ScriptedEnv s(Script{{"Hi"}});
+  RecordingResponder out;
+  OpenAiSink sink(out, OpenAiContext(false));
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, sink, s.env), 200);  // neither: refused when too long
+  s.env.overflow_header = "drop_oldest";
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, sink, s.env), 200);
+  GenerationRequest refusing = Chat(false);  // truncation:"disabled", truncate:false
+  refusing.overflow = engine::ContextOverflow::kError;
+  EXPECT_EQ(RunExchange(refusing, {"openai", "call_"}, sink, s.env), 200);
+  const auto runs = s.requests();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].job.overflow, engine::ContextOverflow::kError);
+  EXPECT_EQ(runs[1].job.overflow, engine::ContextOverflow::kDropOldest);
+  EXPECT_EQ(runs[2].job.overflow, engine::ContextOverflow::kError);
+
+  // A bad header: the same words on every API, before any run.
+  s.env.overflow_header = "sometimes";
+  const std::string says = "header X-Llmd-Overflow must be error or drop_oldest (got 'sometimes')";
+  RecordingResponder openai, anthropic, ollama;
+  OpenAiSink openai_sink(openai, OpenAiContext(false));
+  AnthropicSink anthropic_sink(anthropic, {"msg_1", "m", false}, false);
+  OllamaSink ollama_sink(ollama, {true, "m", "t"}, false, FixedClock());
+  EXPECT_EQ(RunExchange(Chat(false), {"openai", "call_"}, openai_sink, s.env), 400);
+  EXPECT_EQ(RunExchange(Chat(false), {"anthropic", "toolu_"}, anthropic_sink, s.env), 400);
+  EXPECT_EQ(RunExchange(Chat(false), {"ollama", "call_"}, ollama_sink, s.env), 400);
+  EXPECT_EQ(json::parse(openai.body())["error"]["message"], says);
+  EXPECT_EQ(json::parse(anthropic.body())["error"]["message"], says);
+  EXPECT_EQ(json::parse(ollama.body())["error"], says);
+  EXPECT_EQ(s.requests().size(), 3u);
+}
+
 TEST(Exchange, AnEmbeddingModelOrBadSamplingIsRefusedBeforeAnyRun) {
   ScriptedEnv s(Script{{"Hi"}});
   {

@@ -19,10 +19,8 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
     const bool has_system =
         std::any_of(messages.begin(), messages.end(), [](const chat::Message& m) { return m.role == "system"; });
     // The model's own SYSTEM (its manifest's), else the server's.
-    const auto defaults = c.model_defaults.find(model);
-    const std::string& system = defaults != c.model_defaults.end() && defaults->second.system
-                                    ? *defaults->second.system
-                                    : c.system_prompt;
+    const config::ModelGenerationDefaults* defaults = config::FindModelDefaults(c, model);
+    const std::string& system = defaults != nullptr && defaults->system ? *defaults->system : c.system_prompt;
     if (!has_system && !system.empty()) messages.insert(messages.begin(), {"system", system});
     job.prompt = std::move(conversation);
   } else {
@@ -42,19 +40,19 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
   settings.first_token_deadline_ms = r.first_token_deadline_ms;
   settings.peer = peer;
   settings.model = r.model;
+  if (r.context_tokens) settings.context_tokens = static_cast<int32_t>(*r.context_tokens);
   sched::ApplyGenerationSettings(settings, c, &job);
   engine::SamplingParams& p = job.options.sampling;
   p.logit_bias = r.logit_bias;
   p.ignore_eos = r.ignore_eos;
   p.top_logprobs = r.top_logprobs;
   job.stop = r.stop;
-  if (job.stop.empty() && r.model) {  // the model's own PARAMETER stop lines
-    if (const auto d = c.model_defaults.find(*r.model); d != c.model_defaults.end()) job.stop = d->second.stop;
+  if (job.stop.empty()) {  // the model's own PARAMETER stop lines
+    if (const config::ModelGenerationDefaults* d = config::FindModelDefaults(c, r.model)) job.stop = d->stop;
   }
   job.stream = r.stream;
   job.keep_alive_ms = r.keep_alive_ms;
-  job.overflow = r.overflow;
-  if (r.context_tokens) job.options.context_tokens = static_cast<int32_t>(*r.context_tokens);
+  job.overflow = r.overflow.value_or(engine::ContextOverflow::kError);
   return job;
 }
 

@@ -61,9 +61,10 @@ struct GenerationRequest {
   std::optional<RequestClass> request_class;
   // X-Llmd-Deadline-Ms: the first token is wanted within this many ms (Job).
   std::optional<uint32_t> first_token_deadline_ms;
-  // A chat longer than the context: refused (the default), or its oldest whole turns dropped
-  // (Responses truncation:"auto"; the usage then says what went).
-  engine::ContextOverflow overflow = engine::ContextOverflow::kError;
+  // A chat longer than the context: refused, or its oldest whole turns dropped (the usage then
+  // says what went). From the API's own field (overflow_fields.h: truncation, Ollama's
+  // truncate); none: the X-Llmd-Overflow header, else refused.
+  std::optional<engine::ContextOverflow> overflow;
 };
 
 }  // namespace llmd::http

@@ -62,14 +62,30 @@ std::string StatusLine(int status) {
          std::string(bhttp::obsolete_reason(bhttp::int_to_status(static_cast<unsigned>(status)))) + "\r\n";
 }
 
-// The body of an error the server itself sends (no client text in it): in the shape of the API
-// `path` belongs to when the owner said how (ServerOptions::error_body), else OpenAI's.
+// `text` as the inside of a JSON string (a query parameter's name can hold a quote).
+std::string JsonEscaped(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned>(c));
+      out += esc;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// The body of an error the server itself sends: in the shape of the API `path` belongs to when
+// the owner said how (ServerOptions::error_body), else OpenAI's.
 std::string ServerErrorBody(const ServerOptions& options, std::string_view path, int status, std::string message,
                             const char* code) {
   const ApiError e{status, "invalid_request_error", code, std::move(message), {}};
   if (options.error_body) return options.error_body(path, e);
-  return "{\"error\":{\"message\":\"" + e.message + "\",\"type\":\"" + e.type + "\",\"param\":null,\"code\":\"" +
-         e.code + "\"}}";
+  return "{\"error\":{\"message\":\"" + JsonEscaped(e.message) + "\",\"type\":\"" + e.type +
+         "\",\"param\":null,\"code\":\"" + e.code + "\"}}";
 }
 
 // The path of the request waiting on `fd`, read without taking it (the request line, if it
@@ -170,6 +186,7 @@ struct RequestRead {
   int64_t request_by = 0;  // its last byte; 0 until the first byte is here
   bool headers_seen = false;
   bool sent_continue = false;
+  Status query_error = Status::Ok();  // the request's query string is malformed
 
   int64_t Deadline() const {
     if (request_by == 0) return start_by;
@@ -181,6 +198,13 @@ struct RequestRead {
 std::string PathOf(boost::beast::string_view target) {
   const std::string_view t(target.data(), target.size());
   return std::string(t.substr(0, t.find('?')));
+}
+
+// What follows the target's first '?' ("" when there is none).
+std::string_view RawQueryOf(boost::beast::string_view target) {
+  const std::string_view t(target.data(), target.size());
+  const size_t q = t.find('?');
+  return q == std::string_view::npos ? std::string_view() : t.substr(q + 1);
 }
 
 }  // namespace
@@ -217,10 +241,15 @@ struct HttpServer::Impl {
     rr.headers_by = rr.headers_by == 0 ? headers_by : std::min(rr.headers_by, headers_by);
   }
 
-  static void TakeRequest(Parser& parser, Request* out, bool* keep_alive) {
+  // The request the parser holds. A malformed query string leaves `query_error` set (the
+  // request was read whole, so the connection may go on after the 400).
+  static void TakeRequest(Parser& parser, Request* out, bool* keep_alive, Status* query_error) {
     auto msg = parser.release();
     out->method = std::string(msg.method_string());
     out->path = PathOf(msg.target());
+    auto query = ParseQueryString(RawQueryOf(msg.target()));
+    if (query.has_value()) out->query = std::move(*query);
+    else *query_error = query.error();
     for (const auto& field : msg) {
       std::string name(field.name_string());
       std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -249,7 +278,7 @@ struct HttpServer::Impl {
       if (!headers_done()) return ReadEnd::kOverBudget;
     }
     if (rr.parser.is_done()) {
-      TakeRequest(rr.parser, out, keep_alive);
+      TakeRequest(rr.parser, out, keep_alive, &rr.query_error);
       return ReadEnd::kRequest;
     }
     if (rr.headers_seen && !rr.sent_continue) {
@@ -361,7 +390,12 @@ struct HttpServer::Impl {
       const ReadEnd end = ReadRequest(fd, buf, rr, headers_done, &req, &keep_alive, &error);
       ConnectionResponder r(fd, options.write_timeout_ms, keep_alive && end == ReadEnd::kRequest, start_thread, peer.tcp);
       if (end != ReadEnd::kRequest) return AnswerUnread(end, rr, req.path, r);
-      options.handler(req, r);
+      if (!rr.query_error.ok()) {
+        r.Send(400, "application/json",
+               ServerErrorBody(options, req.path, 400, rr.query_error.message(), "invalid_query_string"));
+      } else {
+        options.handler(req, r);
+      }
       if (!r.responded() && r.ok()) {
         r.Send(500, "application/json",
                ServerErrorBody(options, req.path, 500, "the handler sent no response", "internal_error"));

@@ -4,7 +4,8 @@
 // has a deadline (slow or silent peers are dropped, never waited on forever).
 //
 // Limits: the header, the body and the number of connections are bounded; over the limit a
-// peer gets 431, 413 or 503 and the connection closes. A malformed request gets 400.
+// peer gets 431, 413 or 503 and the connection closes. A malformed request gets 400; so does a
+// malformed query string (query_string.h), naming the fault, and the connection stays open.
 // Connections are shared by a ConnectionBudget (connection_budget.h): a TCP connection holds a
 // slot of the small unidentified pool until its headers are in (within header_timeout_ms of
 // accept), then its UID's fair share of the rest; so a slow-header flood cannot take the
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "http/api_error.h"
+#include "http/query_string.h"
 #include "llmd/result.h"
 
 namespace llmd::http {
@@ -48,6 +50,9 @@ struct Peer {
 struct Request {
   std::string method;  // "GET", "POST", ...
   std::string path;    // the target without its query string
+  // The target's query string, parsed and decoded (query_string.h); a malformed one is
+  // answered 400 by the server and never reaches the handler.
+  QueryParams query;
   std::map<std::string, std::string> headers;  // names in lower case
   std::string body;
   Peer peer;

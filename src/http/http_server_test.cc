@@ -98,6 +98,28 @@ TEST_F(HttpServerTest, ServesKeepAliveRequestsAndPassesThePeer) {
   EXPECT_NE(got.find("POST /b 3 uid=1000"), std::string::npos) << got;
 }
 
+TEST_F(HttpServerTest, PassesTheQueryParsedAndAnswersAMalformedOneWith400) {
+  ServerOptions o;
+  o.handler = [](const Request& req, Responder& out) {
+    std::string text = req.path;
+    for (const QueryParam& p : req.query) text += " [" + p.name + "=" + p.value + "]";
+    out.Send(200, "text/plain", text);
+  };
+  Start(std::move(o));
+  // The 400 comes from the server, and the connection goes on to the next request.
+  std::string got = Exchange(
+      "GET /v1/x?limit=2&after=msg%5F1&q=a+b HTTP/1.1\r\nHost: l\r\n\r\n"
+      "GET /v1/x?bad=%zz HTTP/1.1\r\nHost: l\r\n\r\n"
+      "GET /v1/y HTTP/1.1\r\nHost: l\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(got.find("/v1/x [limit=2] [after=msg_1] [q=a b]"), std::string::npos) << got;
+  EXPECT_NE(got.find("HTTP/1.1 400"), std::string::npos) << got;
+  EXPECT_NE(got.find("\"code\":\"invalid_query_string\""), std::string::npos) << got;
+  EXPECT_NE(got.find("malformed query string: the value of 'bad' has a '%' not followed by two hex digits"),
+            std::string::npos)
+      << got;
+  EXPECT_NE(got.find("\r\n\r\n/v1/y"), std::string::npos) << got;
+}
+
 TEST_F(HttpServerTest, AnswersChunkedBodies) {
   Start({});
   std::string got = Exchange(

@@ -159,6 +159,40 @@ void RenderModelMemory(sched::ServerState& ctx, std::string* out) {
   }
 }
 
+// Models on demand: which models are loaded against the memory budget, and what loaded and
+// unloaded them. Per-model samples only for loaded models, so the label set stays bounded.
+void RenderModelBudget(sched::ServerState& ctx, std::string* out) {
+  const std::vector<sched::AvailableModel> available = ctx.available();
+  const sched::ModelLoadStats stats = ctx.model_load_stats();
+  size_t loaded = 0;
+  for (const auto& m : available) loaded += m.loaded ? 1 : 0;
+  Family(out, "llmd_models_available", "gauge", "Models that can be served, loaded or not (config and models directories).");
+  *out += "llmd_models_available " + std::to_string(available.size()) + "\n";
+  Family(out, "llmd_models_loaded", "gauge", "Models loaded now.");
+  *out += "llmd_models_loaded " + std::to_string(loaded) + "\n";
+  Family(out, "llmd_model_loaded_bytes", "gauge", "What the memory budget counts for each loaded model.");
+  for (const auto& m : available) {
+    if (m.loaded) *out += "llmd_model_loaded_bytes{" + Label(m.name) + "} " + std::to_string(m.memory_bytes) + "\n";
+  }
+  Family(out, "llmd_memory_budget_bytes", "gauge", "The memory budget the loaded models must fit (memory_budget_mb); 0: none.");
+  *out += "llmd_memory_budget_bytes " + std::to_string(stats.budget_bytes) + "\n";
+  Family(out, "llmd_memory_budget_used_bytes", "gauge",
+         "What the loaded models (and one loading, by its estimate) count against the memory budget.");
+  *out += "llmd_memory_budget_used_bytes " + std::to_string(stats.used_bytes) + "\n";
+  Family(out, "llmd_model_loads_total", "counter",
+         "Model loads by outcome: loaded (at startup and on demand), failed, refused (no room in the budget).");
+  for (const auto& [outcome, n] : {std::pair{"loaded", stats.loads}, std::pair{"failed", stats.load_failures},
+                                   std::pair{"refused", stats.load_refusals}}) {
+    *out += std::string("llmd_model_loads_total{outcome=\"") + outcome + "\"} " + std::to_string(n) + "\n";
+  }
+  Family(out, "llmd_model_unloads_total", "counter",
+         "Models unloaded, by reason: keep_alive ran out, memory_budget (evicted for another), removed from disk.");
+  for (int r = 0; r < sched::kModelUnloadKinds; ++r) {
+    *out += std::string("llmd_model_unloads_total{reason=\"") + sched::ModelUnloadName(static_cast<sched::ModelUnload>(r)) +
+            "\"} " + std::to_string(stats.unloads[r]) + "\n";
+  }
+}
+
 void RenderProcessMemory(std::string* out) {
   Family(out, "llmd_process_resident_bytes", "gauge",
          "The daemon process's resident memory (/proc/self/status): anonymous, and mapped files.");
@@ -228,7 +262,9 @@ void RenderClientSummary(const std::vector<sched::ClientRow>& rows, const char* 
                          double sched::ClientCounters::*sum_ms, uint64_t sched::ClientCounters::*count, std::string* out) {
   Family(out, name, "summary", help);
   for (const sched::ClientRow& row : rows) {
-    const std::string labels = "{" + ClientLabels(row) + "} ";
+    std::string labels = "{";  // built by appending: GCC 12's -Wrestrict misfires on "{" + s + "} "
+    labels += ClientLabels(row);
+    labels += "} ";
     *out += std::string(name) + "_sum" + labels + Number(row.counters.*sum_ms / 1000.0) + "\n";
     *out += std::string(name) + "_count" + labels + std::to_string(row.counters.*count) + "\n";
   }
@@ -268,6 +304,7 @@ std::string RenderMetricsPage(sched::ServerState& ctx) {
 
   RenderPlacement(ctx, &out);
   RenderModelMemory(ctx, &out);
+  RenderModelBudget(ctx, &out);
   RenderModelSeries(kWorkingMemoryReleases, ctx, &out);
   RenderProcessMemory(&out);
   for (const ModelSeries& series : kTokenAndSchedulerSeries) RenderModelSeries(series, ctx, &out);

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "engine/fake_engine.h"
@@ -27,6 +28,14 @@ class OneModel final : public sched::ServerState {
   void RequestShutdown() override {}
   sched::RateLimiter& rate_limiter() override { return rate_limiter_; }
   sched::RequestCounters& requests() override { return requests_; }
+  std::vector<sched::AvailableModel> available() const override {
+    return available_.empty() ? sched::ServerState::available() : available_;
+  }
+  sched::ModelLoadStats model_load_stats() const override { return load_stats_; }
+
+  // As a registry would say them (models on demand).
+  std::vector<sched::AvailableModel> available_;
+  sched::ModelLoadStats load_stats_;
 
   // The counters the scheduler keeps, set as if it had run.
   sched::WorkerMetrics& metrics() { return const_cast<sched::WorkerMetrics&>(worker_.metrics()); }
@@ -95,6 +104,40 @@ TEST(MetricsPage, PerClientSeries) {
        }) {
     EXPECT_NE(page.find(line), std::string::npos) << line << "\n" << page;
   }
+}
+
+// The models against the budget: gauges per loaded model only, counters by outcome and reason.
+TEST(MetricsPage, ModelsLoadedAgainstTheBudget) {
+  OneModel state;
+  sched::AvailableModel m;
+  m.name = "m";
+  m.loaded = true;
+  m.memory_bytes = 5000;
+  sched::AvailableModel idle;
+  idle.name = "idle";
+  state.available_ = {m, idle};
+  state.load_stats_.budget_bytes = 1 << 20;
+  state.load_stats_.used_bytes = 5000;
+  state.load_stats_.loads = 3;
+  state.load_stats_.load_refusals = 1;
+  state.load_stats_.unloads[static_cast<int>(sched::ModelUnload::kMemoryBudget)] = 2;
+  const std::string page = RenderMetricsPage(state);
+  for (const char* line : {
+           "# TYPE llmd_models_available gauge\nllmd_models_available 2\n",
+           "# TYPE llmd_models_loaded gauge\nllmd_models_loaded 1\n",
+           "# TYPE llmd_model_loaded_bytes gauge\nllmd_model_loaded_bytes{model=\"m\"} 5000\n# HELP",
+           "llmd_memory_budget_bytes 1048576\n",
+           "llmd_memory_budget_used_bytes 5000\n",
+           "llmd_model_loads_total{outcome=\"loaded\"} 3\n",
+           "llmd_model_loads_total{outcome=\"failed\"} 0\n",
+           "llmd_model_loads_total{outcome=\"refused\"} 1\n",
+           "llmd_model_unloads_total{reason=\"keep_alive\"} 0\n",
+           "llmd_model_unloads_total{reason=\"memory_budget\"} 2\n",
+           "llmd_model_unloads_total{reason=\"removed\"} 0\n",
+       }) {
+    EXPECT_NE(page.find(line), std::string::npos) << line << "\n" << page;
+  }
+  EXPECT_EQ(page.find("model=\"idle\""), std::string::npos) << "no series for a model not loaded";
 }
 
 }  // namespace

@@ -121,6 +121,7 @@ bool Resolver::FromGguf(const ResolvedFile& file, CatalogEntry* entry) {
   entry->architecture = facts->architecture;
   entry->parameter_count = facts->parameter_count;
   entry->quantization = facts->quantization;
+  entry->gguf = facts->summary;
   return facts->pools;
 }
 
@@ -186,6 +187,7 @@ bool Resolver::FromModel(const ModelName& base_name, const Manifest& manifest, i
   entry->architecture = parent.architecture;
   entry->parameter_count = parent.parameter_count;
   entry->quantization = parent.quantization;
+  entry->gguf = parent.gguf;
   entry->defaults = parent.defaults.OverriddenBy(manifest.defaults);
   return parent.embedding;
 }

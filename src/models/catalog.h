@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/gguf_precheck.h"
 #include "format/model_format.h"
 #include "llmd/result.h"
 #include "models/modelfile.h"
@@ -68,6 +69,7 @@ struct CatalogEntry {
   std::string architecture;
   uint64_t parameter_count = 0;
   std::string quantization;
+  format::GgufSummary gguf;  // the pre-check's summary of the weights (the model's shape)
 
   // Its defaults: its base's (FROM another model), overridden by its own manifest's.
   ModelDefaults defaults;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "models/chat_template_syntax.h"
+
 namespace llmd::models {
 namespace {
 
@@ -149,6 +151,7 @@ Status Parser::Apply(const std::string& instruction, std::string_view args, size
   if (instruction == "SYSTEM") {
     d.system = std::move(value);
   } else if (instruction == "TEMPLATE") {
+    if (Status jinja = CheckChatTemplate(value); !jinja.ok()) return Error(line, jinja.message());
     d.chat_template = std::move(value);
   } else if (instruction == "EMBEDDING") {
     const std::string v = Upper(value);

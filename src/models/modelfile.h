@@ -6,7 +6,9 @@
 //                                     ("./" allowed in front; no other path), or another
 //                                     model, whose weights and defaults this one starts from
 //   SYSTEM <text>                     the default system prompt
-//   TEMPLATE <text>                   a chat template that replaces the GGUF's own
+//   TEMPLATE <text>                   a chat template that replaces the GGUF's own: Jinja,
+//                                     as the GGUF's is written; Ollama's Go templates are
+//                                     refused (chat_template_syntax.h)
 //   PARAMETER <key> <value>           a default setting (model_parameters.h has the keys)
 //   EMBEDDING true | false            llmd's own: whether the model serves embeddings
 //                                     (/api/embed, /v1/embeddings) rather than generation

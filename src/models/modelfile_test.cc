@@ -32,7 +32,7 @@ TEST(Modelfile, EveryInstruction) {
       "FROM qwen3-8b-q4_k_m.gguf\n"
       "\n"
       "SYSTEM You are a terse assistant.\n"
-      "TEMPLATE {{ .Prompt }}\n"
+      "TEMPLATE {{ messages[0]['content'] }}\n"
       "PARAMETER temperature 0.2\n"
       "PARAMETER num_ctx 8192\n"
       "PARAMETER stop <|im_end|>\n"
@@ -41,7 +41,7 @@ TEST(Modelfile, EveryInstruction) {
       "EMBEDDING false\n");
   EXPECT_EQ(m.from, "qwen3-8b-q4_k_m.gguf");
   EXPECT_EQ(m.defaults.system, "You are a terse assistant.");
-  EXPECT_EQ(m.defaults.chat_template, "{{ .Prompt }}");
+  EXPECT_EQ(m.defaults.chat_template, "{{ messages[0]['content'] }}");
   EXPECT_EQ(m.defaults.parameters.Number("temperature"), 0.2);
   EXPECT_EQ(m.defaults.parameters.Integer("num_ctx"), 8192);
   EXPECT_EQ(m.defaults.parameters.Strings("stop"),
@@ -74,14 +74,22 @@ TEST(Modelfile, MultiLineValues) {
       "You are Mario.\n"
       "  Say \"wahoo\" often.\n"
       "\"\"\"\n"
-      "TEMPLATE \"\"\"{{ if .System }}<|im_start|>system\n"
-      "{{ .System }}<|im_end|>{{ end }}\"\"\"\n"
+      "TEMPLATE \"\"\"{% for m in messages %}<|im_start|>{{ m.role }}\n"
+      "{{ m.content }}<|im_end|>{% endfor %}\"\"\"\n"
       "PARAMETER stop \"\"\"\n"
       "\"\"\"\n");
   EXPECT_EQ(m.defaults.system, "\nYou are Mario.\n  Say \"wahoo\" often.\n");  // byte for byte
   EXPECT_EQ(m.defaults.chat_template,
-            "{{ if .System }}<|im_start|>system\n{{ .System }}<|im_end|>{{ end }}");
+            "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>{% endfor %}");
   EXPECT_EQ(m.defaults.parameters.Strings("stop"), std::vector<std::string>{"\n"});
+}
+
+// Ollama's TEMPLATE is a Go template; llmd renders Jinja: refused at its line, saying why.
+TEST(Modelfile, AGoTemplateIsRefusedAtItsLine) {
+  const std::string message = ParseError("FROM b\nSYSTEM s\nTEMPLATE \"\"\"{{ if .System }}{{ .System }}\n{{ end }}\"\"\"\n");
+  EXPECT_EQ(message.rfind("m.modelfile:3: TEMPLATE is a Go template", 0), 0u) << message;
+  EXPECT_NE(message.find("give a Jinja template"), std::string::npos) << message;
+  EXPECT_EQ(ParseError("FROM b\nTEMPLATE \"\"\n"), "m.modelfile:2: TEMPLATE is empty; leave it out to use the chat template in the GGUF");
 }
 
 TEST(Modelfile, QuotedValues) {
@@ -163,7 +171,7 @@ Manifest Tricky() {
   Manifest m;
   m.from = "library/base:8b";
   m.defaults.system = "  leading spaces, trailing newline\n\"quoted\"\nand a last line  ";
-  m.defaults.chat_template = "{{ .System }}\n\n{{ .Prompt }}\n";
+  m.defaults.chat_template = "{{ bos_token }}\n\n{% for m in messages %}{{ m.content }}{% endfor %}\n";
   EXPECT_TRUE(m.defaults.parameters.Add("temperature", "0.3").ok());
   EXPECT_TRUE(m.defaults.parameters.Add("num_predict", "-2").ok());
   EXPECT_TRUE(m.defaults.parameters.Add("seed", "-9223372036854775808").ok());

@@ -31,14 +31,17 @@ Result<GgufFacts> ReadGgufFacts(const std::string& path) {
     return CorruptionError(path + ": an " + std::string(format::ModelFormatName(*kind)) +
                            ", not GGUF, under a .gguf name");
   }
-  auto metadata = format::ReadGgufMetadata(*file);
-  if (!metadata.has_value()) return metadata.error().WithContext(path);
+  format::GgufMetadata metadata;
+  auto summary = format::PrecheckGguf(*file, &metadata);
+  if (!summary.has_value()) return summary.error().WithContext(path);
+  metadata.architecture = summary->architecture;
   GgufFacts facts;
-  facts.architecture = metadata->architecture;
-  facts.parameter_count = metadata->parameter_count;
-  facts.file_type = metadata->file_type;
-  facts.quantization = format::FileTypeName(metadata->file_type);
-  facts.pools = Pools(*metadata);
+  facts.architecture = summary->architecture;
+  facts.parameter_count = summary->parameter_count;
+  facts.file_type = metadata.file_type;
+  facts.quantization = format::FileTypeName(metadata.file_type);
+  facts.pools = Pools(metadata);
+  facts.summary = std::move(*summary);
   return facts;
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "format/gguf_precheck.h"
 #include "format/model_format.h"
 #include "llmd/result.h"
 #include "models/model_dir.h"
@@ -30,6 +31,8 @@ struct GgufFacts {
   // The file sets `<arch>.pooling_type` to something other than none: an embedding model
   // (llama.cpp pools its outputs only for those).
   bool pools = false;
+  // The pre-check's summary: the model's shape, which sizes its context before it loads.
+  format::GgufSummary summary;
 };
 
 class ScanCache {

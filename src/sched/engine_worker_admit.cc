@@ -83,6 +83,13 @@ void EngineWorker::RunEmbeddings(Job& job) {
     Result<std::vector<float>> vector = [&]() -> Result<std::vector<float>> {
       LLMD_ASSIGN_OR_RETURN(auto tokens, engine_->CompletionPrompt(inputs.texts[i]));
       done.stats.prompt_tokens += static_cast<int32_t>(tokens.size());
+      // num_ctx (the request's, else its model's manifest's) narrows what one input may hold;
+      // the engine refuses what its own context cannot.
+      if (const int64_t n_ctx = ContextFor(job); job.options.context_tokens > 0 && static_cast<int64_t>(tokens.size()) > n_ctx) {
+        return InvalidArgumentError(std::to_string(tokens.size()) + " tokens, more than the context of " +
+                                    std::to_string(n_ctx) + " (num_ctx: the request's, else its model's manifest's)")
+            .WithReason(ErrorReason::kPromptTooLong);
+      }
       return engine_->Embed(tokens);
     }();
     if (!vector.has_value()) {
@@ -109,7 +116,7 @@ Status EngineWorker::PromptTooLongError(size_t prompt_tokens, const Job& job) co
   const int64_t n_ctx = ContextFor(job);
   std::string where;
   if (n_ctx < info.context_tokens) {
-    where = "the request's own context (num_ctx)";
+    where = "the request's own context (num_ctx: the request's, else its model's manifest's)";
   } else if (info.pool_tokens > 0) {
     where = "the KV pool the requests share, sized from the model's trained context (" +
             std::to_string(info.trained_context) + ") and the memory budget";

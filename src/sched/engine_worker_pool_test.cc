@@ -133,7 +133,7 @@ TEST(EngineWorkerPoolLimits, ARequestsOwnContextIsHonouredUpToThePool) {
   too_small.options.context_tokens = 20;
   auto refused = rig.Run(too_small);
   ASSERT_FALSE(refused.has_value());
-  EXPECT_NE(refused.error().message().find("the request's own context (num_ctx)"), std::string::npos)
+  EXPECT_NE(refused.error().message().find("the request's own context (num_ctx:"), std::string::npos)
       << refused.error().message();
 
   Job large = Raw(std::string(70, 'x'), 200);

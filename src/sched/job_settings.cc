@@ -7,15 +7,11 @@ namespace llmd::sched {
 void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonConfig& c, Job* job) {
   job->sanitize = c.content_safety_check;
   config::ModelGenerationDefaults m;  // the model's manifest's, when it has one
-  if (s.model) {
-    auto it = c.model_defaults.find(*s.model);
-    if (it == c.model_defaults.end() && s.model->ends_with(":latest")) {
-      it = c.model_defaults.find(s.model->substr(0, s.model->size() - 7));
-    }
-    if (it != c.model_defaults.end()) m = it->second;
-  }
+  if (const config::ModelGenerationDefaults* found = config::FindModelDefaults(c, s.model)) m = *found;
   job->options.max_tokens =
       static_cast<int32_t>(std::min(s.max_tokens.value_or(m.max_tokens.value_or(c.max_new_tokens)), c.max_new_tokens));
+  // The request's num_ctx, else its model's; the worker holds either to the model's context.
+  job->options.context_tokens = s.context_tokens.value_or(m.context_tokens.value_or(0));
   engine::SamplingParams& p = job->options.sampling;
   p = c.sampling;
   if (m.temperature) p.temperature = *m.temperature;

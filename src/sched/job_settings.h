@@ -28,12 +28,15 @@ struct GenerationSettings {
   std::optional<RequestClass> request_class;
   PeerIdentity peer;
   std::optional<uint32_t> first_token_deadline_ms;  // Job::first_token_deadline_ms
+  // The request's own context (Ollama's options.num_ctx); none: its model's manifest's
+  // num_ctx, else the model's whole context.
+  std::optional<int32_t> context_tokens;
   // The model the request names (none: the default): its manifest's defaults
   // (config::DaemonConfig::model_defaults) come between the request's and the server's.
   std::optional<std::string> model;
 };
 
-// Sets `job`'s options (max_tokens, sampling, draft_max), sanitize, its class (never above the
+// Sets `job`'s options (max_tokens, context_tokens, sampling, draft_max), sanitize, its class (never above the
 // peer's ceiling) and its peer from `settings` and `config`. The caller checks the result with job->options.sampling.Validate().
 void ApplyGenerationSettings(const GenerationSettings& settings, const config::DaemonConfig& config, Job* job);
 

@@ -41,5 +41,28 @@ TEST(GenerationSettings, TheServersDefaultsAndCapsApplyOnce) {
   EXPECT_EQ(job.options.draft_max, 0) << "0: no speculative decoding for this request";
 }
 
+// A manifest's num_ctx is the context of a request that sets none; a request's own wins.
+TEST(GenerationSettings, TheModelsNumCtxIsTheDefaultContextAndTheRequestsWins) {
+  config::DaemonConfig c;
+  config::ModelGenerationDefaults terse;
+  terse.context_tokens = 512;
+  c.model_defaults["terse"] = terse;
+
+  Job other;
+  ApplyGenerationSettings({}, c, &other);
+  EXPECT_EQ(other.options.context_tokens, 0) << "no manifest: the model's whole context";
+
+  GenerationSettings s;
+  s.model = "terse:latest";
+  Job by_manifest;
+  ApplyGenerationSettings(s, c, &by_manifest);
+  EXPECT_EQ(by_manifest.options.context_tokens, 512);
+
+  s.context_tokens = 2048;
+  Job by_request;
+  ApplyGenerationSettings(s, c, &by_request);
+  EXPECT_EQ(by_request.options.context_tokens, 2048) << "the request's num_ctx wins, larger or not";
+}
+
 }  // namespace
 }  // namespace llmd::sched

@@ -50,6 +50,31 @@ struct AvailableModel {
   // out, or requests hold it).
   int64_t expires_in_ms = -1;
   uint64_t memory_bytes = 0;  // loaded: what the memory budget counts for it
+  // What one request may hold once it is loaded (the config's max_context_len, else the
+  // automatic context sized from its file); 0: not known before it loads.
+  int32_t context_tokens = 0;
+};
+
+// Why a model was unloaded (the registry's reasons, /metrics' labels).
+enum class ModelUnload { kKeepAlive, kMemoryBudget, kRemoved };
+inline constexpr int kModelUnloadKinds = 3;
+inline const char* ModelUnloadName(ModelUnload why) {
+  switch (why) {
+    case ModelUnload::kKeepAlive: return "keep_alive";
+    case ModelUnload::kMemoryBudget: return "memory_budget";
+    case ModelUnload::kRemoved: return "removed";
+  }
+  return "?";
+}
+
+// Models loaded and unloaded against the memory budget, since the daemon started (/metrics).
+struct ModelLoadStats {
+  uint64_t budget_bytes = 0;  // the memory budget; 0: none
+  uint64_t used_bytes = 0;    // what the loaded models (and one loading, by its estimate) count
+  uint64_t loads = 0;         // models loaded: the config's at startup, then on demand
+  uint64_t load_failures = 0; // loads that failed (the file, the engine, the warm-up)
+  uint64_t load_refusals = 0; // loads refused: no room in the budget, even after evicting
+  uint64_t unloads[kModelUnloadKinds] = {};  // by ModelUnload
 };
 
 class ServerState {
@@ -64,6 +89,9 @@ class ServerState {
   // Every model that can be served, loaded or not, the default first. By default: the loaded
   // ones.
   virtual std::vector<AvailableModel> available() const;
+  // The memory budget and the loads and unloads so far. By default: nothing (a fixed set of
+  // models, no budget).
+  virtual ModelLoadStats model_load_stats() const { return {}; }
   // The worker of a loaded model `name` (none: the default), or nullptr when no model of that
   // name is loaded. Loads nothing and holds no lease.
   WorkerRef WorkerFor(const std::optional<std::string>& name) const;

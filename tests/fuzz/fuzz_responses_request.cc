@@ -2,7 +2,9 @@
 // it accepts is a conversation the engine can take (within the documented limits, every tool
 // result answering an earlier call, JSON where JSON text is promised); the renderer and the
 // stream, fed the same bytes as model output (any bytes, broken UTF-8 included), always write
-// valid JSON events with increasing sequence numbers.
+// valid JSON events with increasing sequence numbers. The bytes as a query string: what the
+// parser accepts is names and values of bounded count, valid UTF-8 without control characters,
+// and an input_items page from it is within its limits and lists as valid JSON.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
+#include "http/query_string.h"
+#include "http/responses/response_input_items.h"
 #include "http/responses/responses_api.h"
 
 namespace {
@@ -53,10 +58,32 @@ void CheckEvents(const std::vector<llmd::http::SseEvent>& events, uint64_t* sequ
   }
 }
 
+bool CleanText(const std::string& s) {
+  return llmd::IsValidUtf8(s) &&
+         std::none_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+void CheckQuery(std::string_view raw) {
+  auto query = llmd::http::ParseQueryString(raw);
+  if (!query.has_value()) return;
+  Check(query->size() <= llmd::http::kMaxQueryParams);
+  for (const auto& p : *query) Check(!p.name.empty() && CleanText(p.name) && CleanText(p.value));
+  auto page = llmd::http::ParseInputItemsQuery(*query);
+  if (!page.has_value()) return;
+  Check(page->limit >= 1 && page->limit <= llmd::http::kMaxInputItemsLimit && !(page->after && page->before));
+  const llmd::http::StoredResponse stored{
+      "resp_fuzz", "uid:1", 0, R"({"output":[{"id":"msg_fuzz"}]})",
+      R"([{"role":"user","content":"a"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},)"
+      R"({"type":"function_call_output","call_id":"c","output":"b"},{"id":"msg_fuzz","type":"message"}])"};
+  auto list = llmd::http::RenderInputItems(stored, *page);
+  if (list.has_value()) Check(json::parse(*list)["data"].size() <= page->limit);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
+  CheckQuery(input);
   llmd::http::ResponseContext ctx{"resp_fuzz", 1, "m", "{}"};
   if (auto r = llmd::http::ParseResponsesRequest(input); r.has_value()) {
     CheckRequest(*r);

@@ -49,6 +49,37 @@ TEST(ChatFormat, ThinkingPutsTheThinkBlockInReasoningNotContent) {
   EXPECT_NE(text->find("<think>\n\n</think>"), std::string::npos) << *text;
 }
 
+// A manifest's TEMPLATE (Jinja) replaces the file's template; one that does not parse or
+// cannot render a turn fails the load, naming why, instead of falling back to ChatML.
+TEST(ChatFormat, AReplacementTemplateRendersThePromptAndABrokenOneFailsTheLoad) {
+  engine::EngineConfig config;
+  config.model_path = TinyModelPath();
+  config.context_tokens = 256;
+  config.threads = 1;
+  config.chat_template =
+      "{% for m in messages %}[{{ m.role | upper }}] {{ m.content }}\n{% endfor %}"
+      "{% if add_generation_prompt %}[ASSISTANT] {% endif %}";
+  auto e = engine::NewLlamaEngine();
+  ASSERT_TRUE(e->Load(config).ok());
+  EXPECT_TRUE(e->model_info().has_chat_template);
+  auto plan = e->ConversationPrompt({{"system", "Be brief."}, {"user", "Hi"}}, ChatFormat{}, true);
+  ASSERT_TRUE(plan.has_value()) << plan.error().ToString();
+  auto text = e->Detokenize(plan->prompt, true);
+  ASSERT_TRUE(text.has_value());
+  EXPECT_EQ(*text, "[SYSTEM] Be brief.\n[USER] Hi\n[ASSISTANT] ");
+
+  for (const char* broken : {"{% for m in messages %}{{ m.content }}", "{{ raise_exception('no') }}"}) {
+    config.chat_template = broken;
+    auto again = engine::NewLlamaEngine();
+    const Status s = again->Load(config);
+    ASSERT_FALSE(s.ok()) << broken;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("the chat template that replaces the model's (TEMPLATE) cannot be used"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 TEST(ChatFormat, ToolCallsAreParsedOutAndAMalformedOneIsText) {
   auto e = LoadTestEngine(TinyModelPath());
   ChatFormat f;

@@ -12,11 +12,11 @@
 #include <sys/socket.h>
 
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
-#include <atomic>
+#include <cstdio>
 #include <filesystem>
-#include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -189,6 +189,17 @@ TEST_F(ModelAdmin, CreateMakesAnAliasWhoseSystemAndParameterTakeEffect) {
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("mirostat"), std::string::npos) << bad.body;
   EXPECT_FALSE(fs::exists(models() + "/odd.modelfile"));
+  // Ollama's Go templates cannot be rendered as written: refused, saying what to give instead.
+  const HttpReply go = d->Unix("POST", "/api/create", R"({"model":"gotpl","from":"alpha","template":"{{ .Prompt }}"})");
+  EXPECT_EQ(go.status, 400) << go.body;
+  EXPECT_NE(go.body.find("Go template"), std::string::npos) << go.body;
+  EXPECT_NE(go.body.find("give a Jinja template"), std::string::npos) << go.body;
+  EXPECT_FALSE(fs::exists(models() + "/gotpl.modelfile"));
+  // A Jinja one is the model's template: show says so.
+  const std::string jinja = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  const HttpReply made = d->Unix("POST", "/api/create", json({{"model", "plain"}, {"from", "alpha"}, {"template", jinja}}).dump());
+  ASSERT_EQ(made.status, 200) << made.body;
+  EXPECT_EQ(Body(d->Unix("POST", "/api/show", R"({"model":"plain"})")).value("template", ""), jinja);
 }
 
 TEST_F(ModelAdmin, CreateFromAnUploadedBlob) {
@@ -247,32 +258,29 @@ TEST_F(ModelAdmin, DeleteIsRefusedWhileARequestHoldsTheModelAndForTheConfigsAndS
   Add(system_dir(), "sys");
   auto d = Start();
   ASSERT_TRUE(d->process().ready()) << d->process().log();
-  // A stream on alpha, held at its first piece until the test lets it go.
-  std::promise<void> first_piece;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> signalled{false};
-  LlmClient native(d->process().socket(), std::chrono::seconds(120));
-  auto stream = std::async(std::launch::async, [&] {
-    GenerateOptions o;
-    o.max_tokens = 8;
-    o.model = "alpha";
-    return native.GenerateStream("Once upon a time", o, [&](std::string_view) {
-      if (!signalled.exchange(true)) {
-        first_piece.set_value();
-        released.wait();
-      }
-      return true;
-    });
-  });
-  ASSERT_EQ(first_piece.get_future().wait_for(kLiveness), std::future_status::ready);
+  // A stream on alpha that cannot end by itself before the test closes it: 900 tokens with
+  // the end-of-text token ignored. Its first event says the model is serving it.
+  const int held = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->http_socket().c_str());
+  ASSERT_EQ(::connect(held, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body = R"({"model":"alpha","prompt":"Once upon a time","max_tokens":900,"ignore_eos":true,"stream":true})";
+  const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(held, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  std::string seen;
+  char buf[4096];
+  for (ssize_t n; seen.find("data: ") == std::string::npos && (n = ::recv(held, buf, sizeof buf, 0)) > 0;) {
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  ASSERT_NE(seen.find("data: "), std::string::npos) << seen;
   const HttpReply busy = d->Unix("DELETE", "/api/delete", R"({"model":"alpha"})");
   EXPECT_EQ(busy.status, 503) << busy.body;
   EXPECT_NE(busy.body.find("serving"), std::string::npos) << busy.body;
   EXPECT_TRUE(fs::exists(models() + "/alpha.gguf"));
-  release.set_value();
-  ASSERT_TRUE(stream.get().has_value());
-  // Once it is done, the delete goes through (the lease is given back as the stream ends).
+  ::close(held);  // the daemon cancels the stream and gives the model's lease back
+  // Once it is cancelled, the delete goes through.
   HttpReply done;
   WaitFor([&] { return (done = d->Unix("DELETE", "/api/delete", R"({"model":"alpha"})")).status == 200; });
   EXPECT_EQ(done.status, 200) << done.body;

@@ -1,13 +1,16 @@
 // Models on demand, on the real daemon: the models in models_dir are listed loaded or not, a
 // request naming one loads it on the loader thread while the loaded models keep serving, the
 // memory budget unloads the least recently used idle model, keep_alive 0 unloads after the
-// request, and models added to or removed from the directory are listed or withdrawn.
+// request, and models added to or removed from the directory are listed or withdrawn; a
+// manifest's SYSTEM, num_ctx and TEMPLATE take effect; /api/show says the context a model not
+// yet loaded will get; /metrics counts the loaded models against the budget.
 // Every wait is for a state (a log line, a listing), bounded by the liveness limit.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -38,6 +41,12 @@ class ModelsDir {
     fs::rename(tmp, dir_ + "/" + name + ".gguf");
   }
   void Remove(const std::string& name) { fs::remove(dir_ + "/" + name + ".gguf"); }
+  // A manifest, `name`.modelfile, written whole before it appears.
+  void Manifest(const std::string& name, const std::string& text) {
+    const std::string tmp = dir_ + "/." + name + ".modelfile.part";
+    std::ofstream(tmp) << text;
+    fs::rename(tmp, dir_ + "/" + name + ".modelfile");
+  }
   const std::string& path() const { return dir_; }
 
  private:
@@ -75,6 +84,29 @@ class Models {
  private:
   HttpDaemon& d_;
 };
+
+// The prompt tokens of one greedy token, as usage counts them (cached ones included): a chat
+// (/v1/chat/completions) of `messages`, or a raw completion (/v1/completions) of `prompt`.
+int PromptTokens(HttpDaemon& d, const std::string& model, const json& messages) {
+  const json body = {{"model", model}, {"messages", messages}, {"max_tokens", 1}, {"temperature", 0}};
+  const HttpReply r = d.Unix("POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return Body(r)["usage"].value("prompt_tokens", -1);
+}
+int RawPromptTokens(HttpDaemon& d, const std::string& model, const std::string& prompt) {
+  const json body = {{"model", model}, {"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}};
+  const HttpReply r = d.Unix("POST", "/v1/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return Body(r)["usage"].value("prompt_tokens", -1);
+}
+
+// One sample of /metrics (`series` with its labels, as the page writes it); -1 if absent.
+long Metric(HttpDaemon& d, const std::string& series) {
+  const HttpReply page = d.Unix("GET", "/metrics");
+  const size_t at = page.body.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stol(page.body.substr(at + series.size() + 2));
+}
 
 // The first number after `key=` in the line of `event` that holds `needle`; -1 if none.
 long LogNumber(const std::string& log, const std::string& event, const std::string& needle, const std::string& key) {
@@ -202,22 +234,51 @@ TEST(ModelsOnDemand, TheBudgetUnloadsTheLeastRecentlyUsedIdleModel) {
   EXPECT_EQ(m.Ps(), (std::vector<std::string>{"tiny-q8_0", "alpha"}));
 }
 
+// Also, under the automatic context: /api/show of a model not loaded says the context it will
+// load with, and /metrics counts the loads and unloads against the budget.
 TEST(ModelsOnDemand, KeepAliveZeroUnloadsAfterTheRequest) {
   ModelsDir dir;
   dir.Add("alpha");
-  HttpDaemon d({"--models-dir", dir.path()});
+  HttpDaemon d({"--models-dir", dir.path(), "--context", "0"});
   ASSERT_TRUE(d.process().ready()) << d.process().log();
   Models m(d);
+  const json show = Body(d.Unix("POST", "/api/show", R"({"model":"alpha"})"));
+  const int context = show["model_info"].value("qwen3.context_length", 0);
+  EXPECT_GT(context, 0) << show.dump();
+  EXPECT_NE(show.value("parameters", "").find("num_ctx                        " + std::to_string(context) + "\n"),
+            std::string::npos)
+      << show.dump();
+  EXPECT_EQ(Metric(d, "llmd_models_available"), 2);
+  EXPECT_EQ(Metric(d, "llmd_models_loaded"), 1);
+  EXPECT_EQ(Metric(d, "llmd_model_loads_total{outcome=\"loaded\"}"), 1) << "the default, at startup";
+  const long used_before = Metric(d, "llmd_memory_budget_used_bytes");
+  EXPECT_GT(Metric(d, "llmd_memory_budget_bytes"), used_before);
+
   ASSERT_EQ(m.Generate("alpha", R"(,"keep_alive":0)").status, 200);
   EXPECT_TRUE(WaitFor([&] { return !Has(m.Ps(), "alpha"); })) << d.process().log();
   EXPECT_EQ(d.process().CountLog("model_unloading name=alpha why=keep_alive"), 1u);
   EXPECT_TRUE(Has(m.Tags(), "alpha")) << "still available";
+  EXPECT_EQ(Metric(d, "llmd_model_loads_total{outcome=\"loaded\"}"), 2);
+  EXPECT_EQ(Metric(d, "llmd_model_unloads_total{reason=\"keep_alive\"}"), 1);
+  EXPECT_EQ(Metric(d, "llmd_models_loaded"), 1);
+  EXPECT_EQ(Metric(d, "llmd_model_loaded_bytes{model=\"alpha\"}"), -1) << "no series for a model not loaded";
+  EXPECT_EQ(Metric(d, "llmd_memory_budget_used_bytes"), used_before);
   // The pinned default stays whatever keep_alive says (its working memory is released).
   ASSERT_EQ(m.Generate("tiny-q8_0", R"(,"keep_alive":0)").status, 200);
   EXPECT_TRUE(Has(m.Ps(), "tiny-q8_0"));
   // Ollama's load request (no prompt) loads it; with keep_alive 0 it unloads it.
   ASSERT_EQ(d.Unix("POST", "/api/generate", R"({"model":"alpha"})").status, 200);
   EXPECT_TRUE(Has(m.Ps(), "alpha"));
+  const long alpha_bytes = Metric(d, "llmd_model_loaded_bytes{model=\"alpha\"}");
+  EXPECT_GT(alpha_bytes, 0);
+  EXPECT_EQ(Metric(d, "llmd_memory_budget_used_bytes"), used_before + alpha_bytes);
+  EXPECT_EQ(Metric(d, "llmd_models_loaded"), 2);
+  const json ps = Body(d.Unix("GET", "/api/ps"));
+  int loaded_context = 0;
+  for (const auto& e : ps["models"]) {
+    if (e["name"] == "alpha") loaded_context = e.value("context_length", 0);
+  }
+  EXPECT_EQ(loaded_context, context) << "what show said before the load: " << ps.dump();
   ASSERT_EQ(d.Unix("POST", "/api/generate", R"({"model":"alpha","keep_alive":0})").status, 200);
   EXPECT_TRUE(WaitFor([&] { return !Has(m.Ps(), "alpha"); })) << d.process().log();
 }
@@ -246,6 +307,61 @@ TEST(ModelsOnDemand, ModelsAddedAndRemovedWhileServingAreListedAndWithdrawn) {
   // The configured model is not the directory's to withdraw.
   EXPECT_EQ(m.Tags(), std::vector<std::string>{"tiny-q8_0"});
   EXPECT_EQ(m.Generate("tiny-q8_0").status, 200);
+}
+
+// A manifest's settings, each seen in what the model does: SYSTEM is the prompt's system
+// message, num_ctx each request's context (a request's own wins; more than an explicit
+// max_context_len is refused when the model would load), a Jinja TEMPLATE renders the prompt;
+// a Go TEMPLATE leaves the model unserved. Token counts, not texts: the weights are random.
+TEST(ModelsOnDemand, AManifestsSystemNumCtxAndTemplateTakeEffect) {
+  ModelsDir dir;
+  dir.Add("alpha");
+  const std::string pirate_system = "You are a pirate who answers in rhymes.";
+  dir.Manifest("pirate", "FROM alpha\nSYSTEM " + pirate_system + "\n");
+  dir.Manifest("short", "FROM alpha\nPARAMETER num_ctx 16\n");
+  dir.Manifest("wide", "FROM alpha\nPARAMETER num_ctx 4096\n");  // the harness loads --context 1024
+  dir.Manifest("bare", "FROM alpha.gguf\nTEMPLATE {% for m in messages %}{{ m.content }}{% endfor %}\n");
+  dir.Manifest("gotpl", "FROM alpha\nTEMPLATE {{ .Prompt }}\n");
+  HttpDaemon d({"--models-dir", dir.path()});
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  Models m(d);
+  const auto tags = m.Tags();
+  EXPECT_TRUE(Has(tags, "pirate") && Has(tags, "short") && Has(tags, "bare")) << d.process().log();
+  EXPECT_FALSE(Has(tags, "gotpl")) << "a Go template cannot be rendered: the model is not served";
+  EXPECT_GE(d.process().CountLog("model_unusable name=gotpl"), 1u) << "and the log says why";
+  EXPECT_NE(d.process().log().find("TEMPLATE is a Go template"), std::string::npos);
+
+  // SYSTEM: the pirate's prompt is alpha's with that system message, token for token; a
+  // request's own system message wins over it.
+  const json hello = {{"role", "user"}, {"content", "Hello there"}};
+  const int pirate = PromptTokens(d, "pirate", json::array({hello}));
+  EXPECT_EQ(pirate, PromptTokens(d, "alpha", json::array({{{"role", "system"}, {"content", pirate_system}}, hello})));
+  EXPECT_NE(pirate, PromptTokens(d, "alpha", json::array({hello}))) << "alpha has the config's system prompt";
+  const json own = json::array({{{"role", "system"}, {"content", "Be brief."}}, hello});
+  EXPECT_EQ(PromptTokens(d, "pirate", own), PromptTokens(d, "alpha", own));
+
+  // TEMPLATE: the messages' text alone, as the manifest's Jinja renders them.
+  EXPECT_EQ(PromptTokens(d, "bare", own), RawPromptTokens(d, "alpha", "Be brief.") + RawPromptTokens(d, "alpha", "Hello there"));
+  EXPECT_EQ(d.process().CountLog("template=manifest"), 1u) << d.process().log();
+
+  // num_ctx: a prompt of 16 tokens or more does not fit short's requests, on every API.
+  const std::string long_text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
+  const json chat = {{"model", "short"}, {"messages", {{{"role", "user"}, {"content", long_text}}}}, {"stream", false}};
+  const HttpReply refused = d.Unix("POST", "/api/chat", chat.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("context of 16"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("its model's manifest's"), std::string::npos) << refused.body;
+  json openai = {{"model", "short"}, {"messages", chat["messages"]}, {"max_tokens", 1}};
+  EXPECT_EQ(d.Unix("POST", "/v1/chat/completions", openai.dump()).status, 400);
+  json asks_more = chat;
+  asks_more["options"] = {{"num_ctx", 1024}, {"num_predict", 2}};
+  const HttpReply fits = d.Unix("POST", "/api/chat", asks_more.dump());
+  EXPECT_EQ(fits.status, 200) << "the request's own num_ctx wins: " << fits.body;
+  const std::string shown = Body(d.Unix("POST", "/api/show", R"({"model":"short"})")).value("parameters", "");
+  EXPECT_NE(shown.find("num_ctx                        16\n"), std::string::npos) << shown;
+  const HttpReply wide = m.Generate("wide");
+  EXPECT_EQ(wide.status, 400) << wide.body;
+  EXPECT_NE(wide.body.find("num_ctx is 4096, more than max_context_len (1024"), std::string::npos) << wide.body;
 }
 
 }  // namespace

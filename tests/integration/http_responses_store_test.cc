@@ -1,6 +1,6 @@
 // Stored responses of the Responses API against the real daemon: store and
 // previous_response_id (the same text as the whole input, from the prompt cache), GET and
-// DELETE /v1/responses/{id}, a second real UID that gets 404 for all of it, and the files under
+// DELETE /v1/responses/{id}, its input_items page by page, a second real UID that gets 404 for all of it, and the files under
 // session_dir that outlive a restart.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -133,9 +133,45 @@ TEST_F(HttpResponsesStore, GetReturnsItDeleteRemovesIt) {
 
   EXPECT_EQ(d().Tcp("GET", "/v1/responses/resp_..%2F..%2Fetc").status, 404);
   EXPECT_EQ(d().Tcp("PUT", "/v1/responses/" + id).status, 405);
-  auto items = d().Tcp("GET", "/v1/responses/" + id + "/input_items");
-  EXPECT_EQ(items.status, 404);
-  EXPECT_NE(items.body.find("input_items is not supported by llmd"), std::string::npos) << items.body;
+  EXPECT_EQ(d().Tcp("GET", "/v1/responses/" + id + "/input_items").status, 404);
+}
+
+// The text of a listed message item.
+std::string ItemText(const json& item) { return item.at("content").at(0).at("text"); }
+
+TEST_F(HttpResponsesStore, InputItemsListTheConversationPageByPageForItsOwnerOnly) {
+  auto r1 = d().Tcp("POST", "/v1/responses", Request("First question.").dump());
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  const json one = Parse(r1);
+  auto r2 = d().Tcp("POST", "/v1/responses", Request("Second question.", {{"previous_response_id", one["id"]}}).dump());
+  ASSERT_EQ(r2.status, 200) << r2.body;
+  const std::string items_path = "/v1/responses/" + Parse(r2)["id"].get<std::string>() + "/input_items";
+
+  // Newest first: this input, the first response's output, its input; never the second's output.
+  auto listed = d().Tcp("GET", items_path);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  const json list = Parse(listed);
+  ASSERT_EQ(list["data"].size(), 2 + one["output"].size()) << listed.body;
+  EXPECT_EQ(ItemText(list["data"].front()), "Second question.");
+  EXPECT_EQ(ItemText(list["data"].back()), "First question.");
+  if (!one["output"].empty()) {
+    EXPECT_EQ(list["data"][1]["id"], one["output"][0]["id"]);
+  }
+  EXPECT_EQ(list["has_more"], false);
+
+  // One at a time from the oldest: `after` is the last page's last_id.
+  auto page1 = Parse(d().Tcp("GET", items_path + "?order=asc&limit=1"));
+  EXPECT_EQ(ItemText(page1["data"][0]), "First question.");
+  EXPECT_EQ(page1["has_more"], true);
+  auto page2 = Parse(d().Tcp("GET", items_path + "?order=asc&limit=1&after=" + page1["last_id"].get<std::string>()));
+  EXPECT_EQ(page2["data"][0]["id"], list["data"][list["data"].size() - 2]["id"]);
+
+  auto bad = d().Tcp("GET", items_path + "?limit=500");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("'limit' must be an integer in 1..100"), std::string::npos) << bad.body;
+  EXPECT_EQ(d().Tcp("GET", items_path + "?after=%zz").status, 400) << "a malformed query string";
+  EXPECT_EQ(d().Tcp("POST", items_path).status, 405);
+  EXPECT_EQ(d().Unix("GET", items_path).status, 404) << "the same UID without the key is another owner";
 }
 
 TEST_F(HttpResponsesStore, AStreamedResponseIsStoredToo) {
@@ -204,6 +240,7 @@ TEST_F(HttpResponsesStore, AnotherUidGets404AndNeverTheContent) {
     };
     expect_404(RawTcp(port, "GET", "/v1/responses/" + id));
     expect_404(RawTcp(port, "DELETE", "/v1/responses/" + id));
+    expect_404(RawTcp(port, "GET", "/v1/responses/" + id + "/input_items"));
     expect_404(RawTcp(port, "POST", "/v1/responses", Request("go on", {{"previous_response_id", id}}).dump()));
     // And its own stored response is its own.
     auto own = RawTcp(port, "POST", "/v1/responses", Request("Hello.").dump());
@@ -211,7 +248,7 @@ TEST_F(HttpResponsesStore, AnotherUidGets404AndNeverTheContent) {
     const int rc = failures == 0 ? SignalAndHold(signal_fd, stop_fd) : failures;
     return rc;
   });
-  EXPECT_TRUE(nobody.WaitForSignal()) << "uid 65534 must get 404 for GET, DELETE and previous_response_id";
+  EXPECT_TRUE(nobody.WaitForSignal()) << "uid 65534 must get 404 for GET, DELETE, input_items and previous_response_id";
   EXPECT_EQ(nobody.Wait(), 0);
   // Its DELETE removed nothing.
   auto still = d().Tcp("GET", "/v1/responses/" + id);

@@ -93,6 +93,12 @@ int main(int argc, char** argv) {
   chat->add_option("--session", session, "Session id (default: a new one)");
   chat->add_flag("--restore", restore, "Continue the session saved under --session");
   chat->add_option("--system", chat_system, "System prompt of a new session");
+  std::string overflow = "error";
+  chat->add_option("--overflow", overflow,
+                   "When the conversation outgrows the model's context: error (refuse the turn) or drop_oldest "
+                   "(drop the oldest whole turns, keeping the system prompt and this one)")
+      ->check(CLI::IsMember({"error", "drop_oldest"}))
+      ->capture_default_str();
   auto* stats = app.add_subcommand(
       "stats", "Show llmd's counters: TTFT p50/p95, tok/s, cache reuse, memory, speculative decoding");
   bool by_client = false;
@@ -168,6 +174,10 @@ int main(int argc, char** argv) {
     if (session.empty()) session = "llmctl-" + std::to_string(::getpid()) + "-" + std::to_string(std::time(nullptr));
     llmd::GenerateOptions co;
     if (chat->count("--system")) co.system = chat_system;
+    // Sent only when given, so a daemon that predates the field reads the same request bytes.
+    if (chat->count("--overflow")) {
+      co.overflow = overflow == "drop_oldest" ? llmd::Overflow::kDropOldest : llmd::Overflow::kError;
+    }
     const bool tty = ::isatty(0);
     if (restore) {
       if (auto e = client.RestoreSession(session)) return Report(*e, socket, json);
@@ -197,8 +207,11 @@ int main(int argc, char** argv) {
       });
       std::printf("\n");
       if (!r.has_value()) return Report(r.error(), socket, json);
-      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens]\n", r->prompt_tokens,
-                   r->cached_tokens, r->ttft_ms, r->tokens_generated);
+      const std::string dropped = r->dropped_turns > 0 ? ", " + llmd::llmctl::DroppedLine(r->dropped_turns,
+                                                                                          r->dropped_tokens)
+                                                       : "";
+      std::fprintf(stderr, "[%u prompt tokens (%u cached), ttft %.0f ms, %u tokens%s]\n", r->prompt_tokens,
+                   r->cached_tokens, r->ttft_ms, r->tokens_generated, dropped.c_str());
     }
     return kOk;
   }

@@ -9,6 +9,11 @@ std::optional<double> DraftAcceptanceRate(uint64_t drafted, uint64_t accepted) {
   return static_cast<double>(accepted) / static_cast<double>(drafted);
 }
 
+std::string DroppedLine(uint64_t turns, uint64_t tokens) {
+  return "dropped the oldest " + std::to_string(turns) + (turns == 1 ? " turn (" : " turns (") +
+         std::to_string(tokens) + " tokens) to fit the context";
+}
+
 std::string DraftLine(uint64_t drafted, uint64_t accepted) {
   std::string rate = "-";
   if (auto r = DraftAcceptanceRate(drafted, accepted)) {

@@ -18,6 +18,10 @@ std::optional<double> DraftAcceptanceRate(uint64_t drafted, uint64_t accepted);
 // "speculative: 120 drafted, 84 accepted (70.0%)"; the rate is "-" when nothing was drafted.
 std::string DraftLine(uint64_t drafted, uint64_t accepted);
 
+// What a chat turn under --overflow drop_oldest dropped to fit the context:
+// "dropped the oldest 2 turns (310 tokens) to fit the context" ("1 turn" for one).
+std::string DroppedLine(uint64_t turns, uint64_t tokens);
+
 // `stats --by-client`: one line per peer UID and class, under a header: requests, refusals (all,
 // and those over the token budget), mean queue wait and TTFT (ms), tokens, preemptions.
 std::string ClientTable(const std::vector<ServerStats::Client>& clients);

@@ -13,6 +13,11 @@ TEST(DraftLine, SaysTheRateOnlyWhenSomethingWasDrafted) {
   EXPECT_DOUBLE_EQ(DraftAcceptanceRate(8, 6).value(), 0.75);
 }
 
+TEST(DroppedLine, SaysTurnsAndTokens) {
+  EXPECT_EQ(DroppedLine(1, 130), "dropped the oldest 1 turn (130 tokens) to fit the context");
+  EXPECT_EQ(DroppedLine(2, 310), "dropped the oldest 2 turns (310 tokens) to fit the context");
+}
+
 TEST(ClientTable, OneLinePerUidAndClassUnderAHeader) {
   ServerStats::Client bg{.uid = "1000", .request_class = "background", .requests = 5, .refused_budget = 2,
                          .refused_queue_full = 1, .queue_wait_ms = 7.5f, .ttft_ms = 96.0f, .prompt_tokens = 400,

@@ -225,6 +225,22 @@ ChatTemplate::ChatTemplate(const llama_model* model) {
   }
 }
 
+Result<std::unique_ptr<ChatTemplate>> ChatTemplate::Create(const llama_model* model, const std::string& replacement) {
+  if (replacement.empty()) return std::make_unique<ChatTemplate>(model);
+  std::unique_ptr<ChatTemplate> t(new ChatTemplate());
+  try {
+    t->templates_.reset(common_chat_templates_init(model, replacement).release());
+    // One that parses may still fail on every conversation (raise_exception, a missing
+    // variable): found now, not on a client's first request.
+    Render(t->templates_.get(), {Msg("user", "Hello")});
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("the chat template that replaces the model's (TEMPLATE) cannot be used: ") +
+                                e.what());
+  }
+  t->from_model_ = true;
+  return t;
+}
+
 ChatTemplate::~ChatTemplate() = default;
 
 chat::PromptPieces ChatTemplate::FirstTurn(std::string_view system, std::string_view user) const {

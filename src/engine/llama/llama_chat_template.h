@@ -8,6 +8,7 @@
 #define LLMD_ENGINE_LLAMA_LLAMA_CHAT_TEMPLATE_H_
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,12 +23,18 @@ namespace llmd::engine {
 
 class ChatTemplate {
  public:
+  // The model's own template (ChatML when it has none, or one that does not parse).
   explicit ChatTemplate(const llama_model* model);
+  // `replacement` (Jinja, as a GGUF's tokenizer.chat_template is written: a manifest's
+  // TEMPLATE, llama-server's --chat-template) in place of the model's own; the model's when
+  // empty. InvalidArgument when it does not parse or cannot render a user's turn: a template
+  // someone chose is never swapped for ChatML behind their back.
+  static Result<std::unique_ptr<ChatTemplate>> Create(const llama_model* model, const std::string& replacement);
   ~ChatTemplate();
   ChatTemplate(const ChatTemplate&) = delete;
   ChatTemplate& operator=(const ChatTemplate&) = delete;
 
-  // True when the model file carries its own template (else ChatML is used).
+  // True when the model file carries its own template, or it was replaced (else ChatML is used).
   bool from_model() const { return from_model_; }
 
   // The whole prompt of a first turn, ending with the assistant's generation prompt.
@@ -48,6 +55,7 @@ class ChatTemplate {
   Result<Structured> StructuredConversation(const std::vector<chat::Message>& messages, const ChatFormat& format) const;
 
  private:
+  ChatTemplate() = default;
   struct Deleter {
     void operator()(common_chat_templates* t) const;
   };

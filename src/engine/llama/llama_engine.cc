@@ -481,6 +481,13 @@ Status LlamaEngine::Load(const EngineConfig& requested) {
                            ": llama.cpp could not load it (see the log lines above)");
   }
   vocab_ = llama_model_get_vocab(model_.get());
+  // Before the context: a replacement template that cannot be used fails the load cheaply.
+  auto chat_template = ChatTemplate::Create(model_.get(), config.chat_template);
+  if (!chat_template.has_value()) {
+    Release();
+    return chat_template.error().WithContext(config.model_path);
+  }
+  chat_template_ = std::move(*chat_template);
 
   config_ = config;
   const bool recurrent = llama_model_is_recurrent(model_.get()) || llama_model_is_hybrid(model_.get());
@@ -511,7 +518,6 @@ Status LlamaEngine::Load(const EngineConfig& requested) {
     return InvalidArgumentError(config.model_path + " names no pooling type (<arch>.pooling_type), so it gives no "
                                 "embedding of a whole text; load it for generation instead");
   }
-  chat_template_ = std::make_unique<ChatTemplate>(model_.get());
 
   DescribeModel(file, placement, kv_type);
   if (drafter_) {

@@ -15,6 +15,7 @@
 #include "http/generation.h"
 #include "http/json_fields.h"
 #include "http/json_reply.h"
+#include "http/overflow_fields.h"
 
 namespace llmd::http {
 namespace {
@@ -317,9 +318,25 @@ Status ReadLogprobs(const json& body, GenerationRequest* r) {
   return Status::Ok();
 }
 
+// Ollama's context switches. truncate: the oldest messages dropped to fit (drop_oldest) or
+// not; absent, llmd refuses a prompt too long (overflow_fields.h says why). shift: Ollama
+// slides the context when the reply fills it; llmd never does (the reply ends with
+// done_reason "length"), which is shift:false, so only that is accepted.
+Status ReadContextSwitches(const json& body, GenerationRequest* r) {
+  LLMD_ASSIGN_OR_RETURN(r->overflow, OllamaTruncateField(body));
+  std::optional<bool> shift;
+  LLMD_RETURN_IF_ERROR(ReadBool(body, "shift", &shift));
+  if (shift.value_or(false)) {
+    return InvalidArgumentError("'shift': true is not supported: llmd never shifts the context; a reply that fills it "
+                                "ends with done_reason \"length\" (send shift:false, or leave it out)");
+  }
+  return Status::Ok();
+}
+
 Status ReadCommon(const json& body, const OllamaLimits& limits, OllamaGenerateRequest* out) {
   GenerationRequest& r = out->gen;
   LLMD_RETURN_IF_ERROR(ReadModel(body, &r.model));
+  LLMD_RETURN_IF_ERROR(ReadContextSwitches(body, &r));
   r.stream = true;  // Ollama's default
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r.stream));
   LLMD_RETURN_IF_ERROR(ReadKeepAlive(body, &out->keep_alive_ms));
@@ -492,9 +509,8 @@ namespace {
 Status ReadEmbedCommon(const json& j, const OllamaLimits& limits, OllamaEmbedRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadModel(j, &r->model));
   LLMD_RETURN_IF_ERROR(ReadKeepAlive(j, &r->keep_alive_ms));
-  GenerationRequest unused;
-  std::optional<int64_t> num_ctx;
-  return ReadOptions(j, OptionUse::kEmbed, limits, &unused, &num_ctx);
+  GenerationRequest unused;  // the generation options are refused for embeddings
+  return ReadOptions(j, OptionUse::kEmbed, limits, &unused, &r->num_ctx);
 }
 
 Status CheckEmbedInputs(const std::vector<std::string>& inputs, const char* field) {

@@ -12,7 +12,9 @@
 // typical_p 1, min_p 0, repeat_last_n 64 (llmd's own window), penalize_newline true, and
 // false for the load-time switches numa, low_vram, logits_all, vocab_only, use_mlock,
 // embedding_only) are accepted, as is any num_keep (llmd never shifts the context) and any
-// mirostat_tau / mirostat_eta (they only tune mirostat, which must be off).
+// mirostat_tau / mirostat_eta (they only tune mirostat, which must be off). `truncate` is the
+// overflow policy (overflow_fields.h; absent: refused when too long, unlike Ollama), and
+// `shift` is accepted only as false, which is what llmd does.
 //
 // Thread-safety: every function is pure.
 #ifndef LLMD_HTTP_OLLAMA_OLLAMA_API_H_
@@ -77,6 +79,7 @@ struct OllamaEmbedRequest {
   std::vector<std::string> inputs;  // empty: a load request, answered with no vectors
   std::optional<int64_t> dimensions;
   std::optional<int64_t> keep_alive_ms;  // as in OllamaGenerateRequest
+  std::optional<int64_t> num_ctx;        // options.num_ctx: the most tokens an input may hold
 };
 Result<OllamaEmbedRequest> ParseOllamaEmbed(std::string_view body, const OllamaLimits& limits);
 Result<OllamaEmbedRequest> ParseOllamaEmbeddings(std::string_view body, const OllamaLimits& limits);
@@ -107,7 +110,7 @@ struct OllamaModel {
   uint64_t vram_bytes = 0;     // of that, on devices other than the CPU (ps "size_vram")
   std::string digest;          // the model's fingerprint in hex (not a sha256)
   bool embeddings = false;     // loaded for embeddings (embedding_models)
-  int32_t context_length = 0;  // the loaded context
+  int32_t context_length = 0;  // the loaded context, or the one it would load with
   format::GgufMetadata facts;  // from the model file; empty when it could not be read
   std::string expires_at;      // RFC 3339: when it unloads if it stays idle; "": never
 };
@@ -124,8 +127,10 @@ nlohmann::json OllamaTagsEntry(const OllamaModel& m);
 // kept by keep_alive -1, or in use).
 nlohmann::json OllamaPsEntry(const OllamaModel& m);
 // The /api/show body: {license, modelfile, parameters, template, details, model_info,
-// capabilities, modified_at}; parameters are the daemon's defaults as Modelfile lines.
-// model_info's "<arch>.context_length" is the loaded context (what a request can use).
+// capabilities, modified_at, system?}; parameters are what a request that sets none gets, as
+// Modelfile lines: the model's manifest's (config.model_defaults) over the daemon's, num_ctx
+// held to the model's context. model_info's "<arch>.context_length" is the model's context
+// (loaded, or what it would load with): what a request can use.
 std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& config);
 
 // --- Generation responses.

@@ -103,6 +103,23 @@ TEST(OllamaApi, DefaultsAreOllamasAndNullIsAbsent) {
   EXPECT_FALSE(r->num_ctx.has_value());
 }
 
+// truncate is the overflow policy (absent: llmd's default, refused when too long, although
+// Ollama's own default truncates); shift only as false, which is what llmd does.
+TEST(OllamaApi, TruncateIsTheOverflowPolicyAndShiftOnlyFalse) {
+  auto on = ParseOllamaChat(Chat(R"(,"truncate":true,"shift":false)"), kLimits);
+  ASSERT_TRUE(on.has_value()) << on.error().ToString();
+  EXPECT_EQ(on->gen.overflow, engine::ContextOverflow::kDropOldest);
+  auto off = ParseOllamaGenerate(R"({"model":"m","prompt":"hi","truncate":false})", kLimits);
+  ASSERT_TRUE(off.has_value()) << off.error().ToString();
+  EXPECT_EQ(off->gen.overflow, engine::ContextOverflow::kError);
+  auto absent = ParseOllamaChat(Chat(R"(,"truncate":null)"), kLimits);
+  ASSERT_TRUE(absent.has_value());
+  EXPECT_FALSE(absent->gen.overflow.has_value());  // the X-Llmd-Overflow header, else refused
+  ExpectRefused(ParseOllamaChat(Chat(R"(,"truncate":"yes")"), kLimits), "'truncate' must be", Chat("truncate"));
+  ExpectRefused(ParseOllamaChat(Chat(R"(,"shift":true)"), kLimits),
+                "'shift': true is not supported: llmd never shifts the context", Chat("shift"));
+}
+
 TEST(OllamaApi, FormatJsonIsAnyObjectAndEmptyIsNone) {
   auto json_format = ParseOllamaChat(Chat(R"(,"format":"json")"), kLimits);
   ASSERT_TRUE(json_format.has_value());
@@ -631,6 +648,28 @@ TEST(OllamaApi, ShowHasDetailsModelInfoAndCapabilities) {
   OllamaModel plain = Model(false);
   plain.facts.chat_template.clear();  // the ChatML fallback: no tools, no thinking
   EXPECT_EQ(OllamaCapabilities(plain), std::vector<std::string>{"completion"});
+}
+
+// A model with a manifest: show says what a request that sets nothing gets from it.
+TEST(OllamaApi, ShowGivesTheManifestsSettingsOverTheDaemons) {
+  config::DaemonConfig c;
+  config::ModelGenerationDefaults terse;
+  terse.context_tokens = 100000;  // more than the model holds: a request gets the model's
+  terse.temperature = 0.2f;
+  terse.system = "Be terse.";
+  terse.stop = {"<x>"};
+  c.model_defaults["qwen"] = terse;
+  const json show = json::parse(RenderOllamaShow(Model(false), c));
+  const std::string parameters = show["parameters"];
+  EXPECT_NE(parameters.find("num_ctx                        2048"), std::string::npos) << parameters;
+  EXPECT_NE(parameters.find("temperature                    0.2"), std::string::npos) << parameters;
+  EXPECT_NE(parameters.find("stop                           \"<x>\""), std::string::npos) << parameters;
+  EXPECT_EQ(show["system"], "Be terse.");
+  EXPECT_NE(show["modelfile"].get<std::string>().find("SYSTEM \"\"\"Be terse.\"\"\""), std::string::npos);
+  c.model_defaults["qwen"].context_tokens = 512;
+  const json smaller = json::parse(RenderOllamaShow(Model(false), c));
+  EXPECT_NE(smaller["parameters"].get<std::string>().find("num_ctx                        512"), std::string::npos);
+  EXPECT_EQ(smaller["model_info"]["qwen3.context_length"], 2048) << "the model's own context";
 }
 
 }  // namespace

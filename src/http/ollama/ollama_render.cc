@@ -54,28 +54,53 @@ json OllamaPsEntry(const OllamaModel& m) {
           {"context_length", m.context_length}};
 }
 
-std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c) {
-  auto g = [](double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return std::string(buf);
-  };
-  const std::vector<std::pair<std::string, std::string>> params = {
-      {"num_ctx", std::to_string(m.context_length)},
-      {"num_predict", std::to_string(c.max_new_tokens)},
-      {"temperature", g(c.sampling.temperature)},
-      {"top_k", std::to_string(c.sampling.top_k)},
-      {"top_p", g(c.sampling.top_p)},
-      {"repeat_penalty", g(c.sampling.repeat_penalty)},
+namespace {
+
+std::string G(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The settings a request to `m` gets when it sets none, as Modelfile PARAMETER lines: the
+// model's manifest's (`d`, may be null) over the daemon's.
+std::vector<std::pair<std::string, std::string>> ShownParameters(const OllamaModel& m, const config::DaemonConfig& c,
+                                                                 const config::ModelGenerationDefaults* d) {
+  const config::ModelGenerationDefaults none;
+  if (d == nullptr) d = &none;
+  // num_ctx as a request gets it: the manifest's, held to the model's context.
+  int64_t num_ctx = m.context_length;
+  if (d->context_tokens) num_ctx = m.context_length > 0 ? std::min<int64_t>(*d->context_tokens, m.context_length) : *d->context_tokens;
+  std::vector<std::pair<std::string, std::string>> params = {
+      {"num_ctx", std::to_string(num_ctx)},
+      {"num_predict", std::to_string(std::min(d->max_tokens.value_or(c.max_new_tokens), c.max_new_tokens))},
+      {"temperature", G(d->temperature.value_or(c.sampling.temperature))},
+      {"top_k", std::to_string(d->top_k.value_or(c.sampling.top_k))},
+      {"top_p", G(d->top_p.value_or(c.sampling.top_p))},
+      {"repeat_penalty", G(d->repeat_penalty.value_or(c.sampling.repeat_penalty))},
       {"repeat_last_n", "64"}};
+  if (d->presence_penalty) params.emplace_back("presence_penalty", G(*d->presence_penalty));
+  if (d->frequency_penalty) params.emplace_back("frequency_penalty", G(*d->frequency_penalty));
+  if (d->seed) params.emplace_back("seed", std::to_string(*d->seed));
+  for (const std::string& stop : d->stop) params.emplace_back("stop", json(stop).dump());
+  return params;
+}
+
+}  // namespace
+
+std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c) {
+  const config::ModelGenerationDefaults* d = config::FindModelDefaults(c, m.name);
+  const auto params = ShownParameters(m, c, d);
   std::string parameters, modelfile = "# llmd serves " + m.name +
-                                      " from its config; it has no Modelfile.\nFROM " + m.name +
-                                      "\n";
+                                      (d != nullptr ? " with its manifest's settings over the config's.\n"
+                                                    : " from its config; it has no Modelfile.\n") +
+                                      "FROM " + m.name + "\n";
+  if (d != nullptr && d->system) modelfile += "SYSTEM \"\"\"" + *d->system + "\"\"\"\n";
   if (!m.embeddings) {
     for (const auto& [k, v] : params) {
-      char line[96];
-      std::snprintf(line, sizeof line, "%-30s %s", k.c_str(), v.c_str());
-      parameters += (parameters.empty() ? "" : "\n") + std::string(line);
+      std::string line = k;
+      line.resize(std::max<size_t>(30, k.size()), ' ');  // Ollama's column
+      parameters += (parameters.empty() ? "" : "\n") + line + " " + v;
       modelfile += "PARAMETER " + k + " " + v + "\n";
     }
   }
@@ -91,6 +116,7 @@ std::string RenderOllamaShow(const OllamaModel& m, const config::DaemonConfig& c
                {"model_info", std::move(info)},
                {"capabilities", OllamaCapabilities(m)},
                {"modified_at", m.modified_at}};
+  if (d != nullptr && d->system) body["system"] = *d->system;
   return Dump(body);
 }
 

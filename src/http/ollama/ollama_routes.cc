@@ -96,6 +96,15 @@ OllamaLimits OllamaRoutes::Limits(const config::DaemonConfig& c) const {
 
 namespace {
 
+// The file's <arch>.context_length; 0 when it does not say.
+int32_t TrainedContext(const format::GgufMetadata& facts) {
+  const format::GgufValue* v = facts.Find(facts.architecture + ".context_length");
+  if (const auto* u = v != nullptr ? std::get_if<uint64_t>(v) : nullptr) {
+    return static_cast<int32_t>(std::min<uint64_t>(*u, INT32_MAX));
+  }
+  return 0;
+}
+
 Status UnknownModel(const std::string& name, const sched::ServerState& ctx) {
   return NotFoundError("model '" + name +
                        "' not found: llmd serves the models its config names and those in its models "
@@ -145,7 +154,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
     if (Status s = LoadOrUnload(*model, parsed->keep_alive_ms); !s.ok()) return Fail(out, s);
     return reply({}, 0);
   }
-  Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms}, "ollama",
+  Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms, parsed->num_ctx}, "ollama",
                                 ServerEnv(ctx_, req, out));
   if (done.client_gone) return 0;
   if (!done.error.ok()) return Fail(out, done.error);
@@ -186,7 +195,9 @@ OllamaModel OllamaRoutes::Describe(const sched::AvailableModel& available, const
   OllamaModel m;
   m.name = name;
   m.embeddings = available.embedding || config::IsEmbeddingModel(c, name);
-  m.context_length = c.engine.context_tokens;
+  // Not loaded: the context it would load with (the registry sizes it from the file), else
+  // the config's; loaded: the worker's, below.
+  m.context_length = available.context_tokens > 0 ? available.context_tokens : c.engine.context_tokens;
   // The file: the registry's (model_path, `models`, or the models directories).
   std::string path = available.path;
   if (path.empty() && name == config::DefaultModelName(c)) path = c.engine.model_path;
@@ -218,6 +229,11 @@ OllamaModel OllamaRoutes::Describe(const sched::AvailableModel& available, const
                     facts.has_value() ? std::move(*facts) : format::GgufMetadata{})};
     }
     m.facts = *cached.facts;
+  }
+  if (m.context_length == 0) m.context_length = TrainedContext(m.facts);  // nothing better known
+  // A manifest's TEMPLATE is the template the model renders with (show's template, capabilities).
+  if (const config::ModelGenerationDefaults* d = config::FindModelDefaults(c, name); d != nullptr && d->chat_template) {
+    m.facts.chat_template = *d->chat_template;
   }
   // What the loaded model holds, and where.
   if (const sched::WorkerRef worker = ctx_.WorkerFor(name)) {

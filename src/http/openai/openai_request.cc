@@ -10,6 +10,7 @@
 
 #include "http/chat_json.h"
 #include "http/chat_surface.h"
+#include "http/overflow_fields.h"
 #include "http/json_fields.h"
 
 namespace llmd::http {
@@ -114,11 +115,8 @@ Status ReadCommon(const json& body, GenerationRequest* r) {
   LLMD_RETURN_IF_ERROR(ReadBool(body, "stream", &r->stream));
   LLMD_RETURN_IF_ERROR(ReadBool(body, "ignore_eos", &r->ignore_eos));
   // llmd's extension, spelled as the Responses API spells it: "auto" drops a chat's oldest
-  // whole turns when it does not fit the context; "disabled" (the default) refuses it.
-  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(body, "truncation", "truncation", {"auto", "disabled"}));
-  if (truncation) {
-    r->overflow = *truncation == "auto" ? engine::ContextOverflow::kDropOldest : engine::ContextOverflow::kError;
-  }
+  // whole turns when it does not fit the context; "disabled" refuses it.
+  LLMD_ASSIGN_OR_RETURN(r->overflow, TruncationField(body));
   if (const json* so = Field(body, "stream_options")) {
     if (!so->is_object()) return TypeError("stream_options", "an object");
     LLMD_RETURN_IF_ERROR(ReadBool(*so, "include_usage", &r->include_usage));

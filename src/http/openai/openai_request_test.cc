@@ -41,7 +41,8 @@ TEST(OpenAiRequest, ParsesAChatRequestWithEveryField) {
   EXPECT_TRUE(r->ignore_eos);
 }
 
-// llmd's truncation extension: "auto" is overflow drop_oldest; "disabled" and none refuse.
+// llmd's truncation extension: "auto" is overflow drop_oldest; "disabled" refuses; none leaves
+// it to the X-Llmd-Overflow header (else refused).
 TEST(OpenAiRequest, TruncationAutoIsDropOldest) {
   auto automatic = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"auto"})");
   ASSERT_TRUE(automatic.has_value()) << automatic.error().ToString();
@@ -49,6 +50,7 @@ TEST(OpenAiRequest, TruncationAutoIsDropOldest) {
   auto disabled = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"disabled"})");
   ASSERT_TRUE(disabled.has_value());
   EXPECT_EQ(disabled->overflow, engine::ContextOverflow::kError);
+  EXPECT_FALSE(ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}]})")->overflow.has_value());
   auto bad = ParseChatRequest(R"({"messages":[{"role":"user","content":"x"}],"truncation":"sometimes"})");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("'truncation' must be one of auto, disabled"), std::string::npos)

@@ -136,7 +136,7 @@ int OpenAiRoutes::Embeddings(const Request& req, Responder& out) {
   if (!parsed.has_value()) return Fail(out, parsed.error());
   const ExchangeEnv env = ServerEnv(state_, req, out);
   const std::string model = parsed->model.value_or(env.default_model);
-  Embedded done = RunEmbeddings({parsed->model, std::move(parsed->inputs), parsed->dimensions, std::nullopt}, "openai", env);
+  Embedded done = RunEmbeddings({parsed->model, std::move(parsed->inputs), parsed->dimensions, std::nullopt, std::nullopt}, "openai", env);
   if (done.client_gone) return 0;
   if (!done.error.ok()) return Fail(out, done.error);
   return out.Send(200, kJsonType, RenderEmbeddings(done.vectors, parsed->base64, model, done.prompt_tokens)) ? 200 : 0;

@@ -79,6 +79,12 @@ using PreviousResponseLookup = std::function<Result<std::string>(const std::stri
 // without a lookup it is refused.
 Result<ResponsesRequest> ParseResponsesRequest(std::string_view body, const PreviousResponseLookup& previous = nullptr);
 
+// Whether `value` is one of OpenAI's ResponseIncludable names (include on POST
+// /v1/responses, and on GET /v1/responses/{id} and its input_items). Besides
+// message.output_text.logprobs they name items llmd never makes (searches, images, code,
+// encrypted reasoning), so there is nothing more to include for them.
+bool IsResponseIncludable(std::string_view value);
+
 // What a Response object says about itself besides the reply.
 struct ResponseContext {
   std::string id;          // "resp_" and a unique suffix

@@ -242,14 +242,14 @@ TEST(ResponsesRequest, ReasoningEffortSwitchesThinking) {
   EXPECT_FALSE(Parse(R"({"input":"x","reasoning":{"summary":"auto"}})").enable_thinking.has_value());
 }
 
-// truncation:"auto" is overflow drop_oldest (repeated in the Response); "disabled" and none
-// refuse what does not fit.
+// truncation:"auto" is overflow drop_oldest (repeated in the Response); "disabled" refuses
+// what does not fit; none leaves it to the X-Llmd-Overflow header (else refused).
 TEST(ResponsesRequest, TruncationAutoDropsTheOldestTurns) {
   const ResponsesRequest automatic = Parse(R"({"input":"x","truncation":"auto"})");
   EXPECT_EQ(automatic.overflow, engine::ContextOverflow::kDropOldest);
   EXPECT_EQ(json::parse(automatic.echo_json)["truncation"], "auto");
   EXPECT_EQ(Parse(R"({"input":"x","truncation":"disabled"})").overflow, engine::ContextOverflow::kError);
-  EXPECT_EQ(Parse(R"({"input":"x"})").overflow, engine::ContextOverflow::kError);
+  EXPECT_FALSE(Parse(R"({"input":"x"})").overflow.has_value());
 }
 
 TEST(ResponsesRequest, TextFormats) {

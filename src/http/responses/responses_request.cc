@@ -2,6 +2,7 @@
 // replies and the event stream are in responses_api.cc).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "http/chat_json.h"
 #include "http/chat_surface.h"
 #include "http/json_fields.h"
+#include "http/overflow_fields.h"
 #include "http/responses/responses_api.h"
 
 namespace llmd::http {
@@ -50,12 +52,9 @@ Status RefuseStatefulFields(const json& j) {
 // truncation: "auto" drops the oldest whole turns (after the instructions) when the input
 // does not fit the context, and the usage says how many; "disabled" (the default) refuses it.
 Status ReadTruncation(const json& j, ResponsesRequest* r, ordered* echo) {
-  LLMD_ASSIGN_OR_RETURN(auto truncation, OptionalString(j, "truncation", "truncation", {"auto", "disabled"}));
-  if (!truncation) return Status::Ok();
-  if (*truncation == "auto") {
-    r->overflow = engine::ContextOverflow::kDropOldest;
-    (*echo)["truncation"] = "auto";  // "disabled" is what a Response says by default
-  }
+  LLMD_ASSIGN_OR_RETURN(r->overflow, TruncationField(j));
+  // "disabled" is what a Response says by default.
+  if (r->overflow == engine::ContextOverflow::kDropOldest) (*echo)["truncation"] = "auto";
   return Status::Ok();
 }
 
@@ -387,10 +386,6 @@ Status ReadReasoning(const json& j, ResponsesRequest* r, ordered* echo) {
 // answer alone (no tool calls, no reasoning among the tokens); the rest name items llmd
 // never makes, so asking for them changes nothing.
 Status ReadInclude(const json& j, ResponsesRequest* r, ordered* echo) {
-  static const std::set<std::string> kKnown = {
-      "message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
-      "web_search_call.results",      "web_search_call.action.sources", "message.input_image.image_url",
-      "computer_call_output.output.image_url", "code_interpreter_call.outputs"};
   bool logprobs = false;
   if (const json* include = Field(j, "include")) {
     if (!include->is_array()) return TypeError("include", "an array of strings");
@@ -398,7 +393,7 @@ Status ReadInclude(const json& j, ResponsesRequest* r, ordered* echo) {
       const json& v = (*include)[i];
       const std::string field = "include[" + std::to_string(i) + "]";
       if (!v.is_string()) return TypeError(field, "a string");
-      if (kKnown.count(v.get<std::string>()) == 0) {
+      if (!IsResponseIncludable(v.get<std::string>())) {
         return InvalidArgumentError(Quoted(field) + " '" + v.get<std::string>() + "' is not a known include value");
       }
       logprobs = logprobs || v == "message.output_text.logprobs";
@@ -438,6 +433,14 @@ Status ReadLabels(const json& j, ordered* echo) {
 }
 
 }  // namespace
+
+bool IsResponseIncludable(std::string_view value) {
+  static const std::set<std::string, std::less<>> kKnown = {
+      "message.output_text.logprobs", "reasoning.encrypted_content", "file_search_call.results",
+      "web_search_call.results",      "web_search_call.action.sources", "message.input_image.image_url",
+      "computer_call_output.output.image_url", "code_interpreter_call.outputs"};
+  return kKnown.find(value) != kKnown.end();
+}
 
 Result<ResponsesRequest> ParseResponsesRequest(std::string_view body, const PreviousResponseLookup& previous) {
   LLMD_ASSIGN_OR_RETURN(json j, ParseObject(body));

@@ -8,6 +8,8 @@
 #include "common/log.h"
 #include "http/exchange.h"
 #include "http/json_reply.h"
+#include "http/overflow_fields.h"
+#include "http/responses/response_input_items.h"
 #include "http/responses/response_owner.h"
 #include "http/responses/responses_api.h"
 #include "http/responses/responses_sink.h"
@@ -30,11 +32,11 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// The Response's "store" says what happened: false when the store is off or the caller unknown.
-std::string EchoStored(const std::string& echo_json, bool stored) {
-  json echo = json::parse(echo_json, nullptr, /*allow_exceptions=*/false);
+// The request's echo with `key` set to what happened (the echo keeps its field order).
+std::string EchoWith(const std::string& echo_json, const char* key, const nlohmann::ordered_json& value) {
+  nlohmann::ordered_json echo = nlohmann::ordered_json::parse(echo_json, nullptr, /*allow_exceptions=*/false);
   if (!echo.is_object()) return echo_json;
-  echo["store"] = stored;
+  echo[key] = value;
   return echo.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -52,13 +54,9 @@ int ResponsesRoutes::Handle(const Request& req, Responder& out) {
   }
   const std::string rest(std::string_view(req.path).substr(kPrefix.size()));
   const size_t slash = rest.find('/');
-  if (slash != std::string::npos && rest.substr(slash) == "/input_items") {
-    return SendError(out,
-                     {404, "invalid_request_error", "not_found",
-                      "GET /v1/responses/{id}/input_items is not supported by llmd; GET /v1/responses/{id} "
-                      "returns the stored response",
-                      {}},
-                     OpenAiErrorBody);
+  if (slash != std::string::npos && slash > 0 && rest.substr(slash) == "/input_items") {
+    if (req.method != "GET") return SendError(out, WrongMethod(req, "GET"), OpenAiErrorBody);
+    return InputItems(req, out, rest.substr(0, slash));
   }
   if (rest.empty() || slash != std::string::npos) return SendError(out, NoSuchEndpoint(req), OpenAiErrorBody);
   if (req.method == "GET") return Retrieve(req, out, rest);
@@ -84,11 +82,19 @@ int ResponsesRoutes::Create(const Request& req, Responder& out) {
     }
     return SendError(out, ApiErrorOf(parsed.error()), OpenAiErrorBody);
   }
+  // The Response says what happened: "store" false when the store is off or the caller
+  // unknown; "truncation" "auto" when no truncation was sent and X-Llmd-Overflow asked for it.
   const bool store = parsed->store && store_->enabled() && !owner.empty();
+  std::string echo = parsed->store == store ? parsed->echo_json : EchoWith(parsed->echo_json, "store", store);
+  if (!parsed->overflow) {
+    auto header = OverflowHeader(req.header(kOverflowHeader));
+    if (!header.has_value()) return SendError(out, ApiErrorOf(header.error()), OpenAiErrorBody);
+    parsed->overflow = *header;
+    if (parsed->overflow == engine::ContextOverflow::kDropOldest) echo = EchoWith(echo, "truncation", "auto");
+  }
   ExchangeEnv env = ServerEnv(state_, req, out);
   ResponseContext context{NewId("resp_"), static_cast<int64_t>(std::time(nullptr)),
-                          parsed->model.value_or(env.default_model),
-                          parsed->store == store ? parsed->echo_json : EchoStored(parsed->echo_json, store)};
+                          parsed->model.value_or(env.default_model), std::move(echo)};
   ResponsesSink::Storage storage;
   if (store) {
     storage.keep = [this, owner, id = context.id, items = std::move(parsed->items_json)](const std::string& response) {
@@ -99,6 +105,7 @@ int ResponsesRoutes::Create(const Request& req, Responder& out) {
       const ordered object = ordered::parse(response, nullptr, /*allow_exceptions=*/false);
       if (!conversation.is_array() || !object.is_object() || !object.contains("output")) return;
       for (const ordered& item : object["output"]) conversation.push_back(item);
+      AssignItemIds(&conversation, id);  // input_items lists them by id; a follow-up keeps them
       StoredResponse stored{id, owner, NowUnixMs(), response,
                             conversation.dump(-1, ' ', false, ordered::error_handler_t::replace)};
       if (Status s = store_->Put(std::move(stored)); !s.ok()) {
@@ -112,10 +119,22 @@ int ResponsesRoutes::Create(const Request& req, Responder& out) {
 }
 
 int ResponsesRoutes::Retrieve(const Request& req, Responder& out, const std::string& id) {
+  if (Status s = CheckRetrieveQuery(req.query); !s.ok()) return SendError(out, ApiErrorOf(s), OpenAiErrorBody);
   std::optional<StoredResponse> stored;
   if (IsValidResponseId(id)) stored = store_->Get(id, Owner(req));
   if (!stored) return SendError(out, NoSuchResponse(id), OpenAiErrorBody);
   return out.Send(200, kJsonType, stored->response_json) ? 200 : 0;
+}
+
+int ResponsesRoutes::InputItems(const Request& req, Responder& out, const std::string& id) {
+  auto page = ParseInputItemsQuery(req.query);
+  if (!page.has_value()) return SendError(out, ApiErrorOf(page.error()), OpenAiErrorBody);
+  std::optional<StoredResponse> stored;
+  if (IsValidResponseId(id)) stored = store_->Get(id, Owner(req));
+  if (!stored) return SendError(out, NoSuchResponse(id), OpenAiErrorBody);
+  auto list = RenderInputItems(*stored, *page);
+  if (!list.has_value()) return SendError(out, ApiErrorOf(list.error()), OpenAiErrorBody);
+  return out.Send(200, kJsonType, *list) ? 200 : 0;
 }
 
 int ResponsesRoutes::Delete(const Request& req, Responder& out, const std::string& id) {

@@ -1,6 +1,7 @@
 // ResponsesRoutes: the OpenAI Responses API's front end: POST /v1/responses (one Response
 // object or its SSE events, ResponsesSink), and the stored responses (ResponseStore):
-// GET and DELETE /v1/responses/{id}, and previous_response_id. A stored response is its
+// GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items
+// (response_input_items.h), and previous_response_id. A stored response is its
 // owner's (response_owner.h): anyone else gets the 404 of an id never stored. Errors are
 // OpenAI's error JSON. /metrics shows the store's count and bytes.
 //
@@ -38,6 +39,7 @@ class ResponsesRoutes final : public FrontEnd {
   int Create(const Request& request, Responder& out);
   int Retrieve(const Request& request, Responder& out, const std::string& id);
   int Delete(const Request& request, Responder& out, const std::string& id);
+  int InputItems(const Request& request, Responder& out, const std::string& id);
   // Who owns what `request` stores, and may see it.
   std::string Owner(const Request& request) const;
 

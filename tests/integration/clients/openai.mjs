@@ -329,7 +329,7 @@ async function responsesStream() {
     `final output_text ${show(done.output_text)}`);
 }
 
-// Stored responses: store, previous_response_id (from the prompt cache), retrieve, delete.
+// Stored responses: store, previous_response_id (from the prompt cache), retrieve, input items, delete.
 async function responsesStore() {
   const ask = { model, max_output_tokens: 12, temperature: 0 };
   const first = await client.responses.create({ ...ask, input: 'Tell me about rivers.', store: true });
@@ -340,6 +340,12 @@ async function responsesStore() {
   check(cached > 0, `cached_tokens is ${show(cached)}`);
   const got = await client.responses.retrieve(first.id);
   check(got.id === first.id && got.output_text === first.output_text, `retrieved ${show(got)}`);
+  // The follow-up's input items, one page at a time through the client's own cursor (after).
+  const items = [];
+  for await (const item of client.responses.inputItems.list(next.id, { limit: 1, order: 'asc' })) items.push(item);
+  const texts = items.map((item) => item.content?.[0]?.text);
+  check(items.length === 2 + first.output.length && texts[0] === 'Tell me about rivers.' && texts.at(-1) === 'And lakes?',
+    `input items ${show(items)}`);
   await client.responses.delete(first.id);
   let status = 0;
   try {
