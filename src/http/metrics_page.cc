@@ -174,7 +174,7 @@ void RenderModelBudget(sched::ServerState& ctx, std::string* out) {
   for (const auto& m : available) {
     if (m.loaded) *out += "llmd_model_loaded_bytes{" + Label(m.name) + "} " + std::to_string(m.memory_bytes) + "\n";
   }
-  Family(out, "llmd_memory_budget_bytes", "gauge", "The memory budget the loaded models must fit (memory_budget_mb); 0: none.");
+  Family(out, "llmd_memory_budget_bytes", "gauge", "The memory budget the loaded models must fit: memory_budget_mb, else the memory available at startup.");
   *out += "llmd_memory_budget_bytes " + std::to_string(stats.budget_bytes) + "\n";
   Family(out, "llmd_memory_budget_used_bytes", "gauge",
          "What the loaded models (and one loading, by its estimate) count against the memory budget.");

@@ -12,7 +12,8 @@ bool IsWordChar(char c) {
 }
 
 // Go's actions that no Jinja expression starts with. A keyword counts only as a whole word
-// followed by a space, '}' or '-' (Jinja's range(...) is a call, not Go's range).
+// followed by a space, '}' or '-' (Jinja's range(...) is a call, not Go's range), and not as
+// the operand of a Jinja operator or filter (`{{ block | upper }}` is a variable named block).
 constexpr std::string_view kGoKeywords[] = {"if",     "range",    "with",  "else",  "end",
                                             "define", "template", "block", "break", "continue"};
 
@@ -27,6 +28,9 @@ bool IsGoAction(std::string_view action) {
   size_t word = 0;
   while (word < rest.size() && IsWordChar(rest[word])) ++word;
   const bool ends = word == rest.size() || IsSpace(rest[word]) || rest[word] == '}' || rest[word] == '-';
+  size_t next = word;
+  while (next < rest.size() && IsSpace(rest[next])) ++next;
+  if (next < rest.size() && std::string_view("|[~+*/%=!<>,)").find(rest[next]) != std::string_view::npos) return false;
   for (std::string_view keyword : kGoKeywords) {
     if (ends && rest.substr(0, word) == keyword) return true;
   }

@@ -12,6 +12,7 @@ TEST(ChatTemplateSyntax, JinjaTemplatesPass) {
            "{{- bos_token }}{%- for message in messages %}{{ message.content | trim }}{%- endfor %}",
            "{{ range(3) | list }}",  // Jinja's range is a call
            "{{'<s>'}}{{ ifx }}{{ end_token }}",
+           "{{ block | upper }}{{ template ~ '\\n' }}{{ with[0] }}{{ end == 1 }}",  // variables with Go's names
            "plain text, no tags at all",
        }) {
     EXPECT_TRUE(CheckChatTemplate(jinja).ok()) << jinja << ": " << CheckChatTemplate(jinja).message();

@@ -85,7 +85,8 @@ void EngineWorker::RunEmbeddings(Job& job) {
       done.stats.prompt_tokens += static_cast<int32_t>(tokens.size());
       // num_ctx (the request's, else its model's manifest's) narrows what one input may hold;
       // the engine refuses what its own context cannot.
-      if (const int64_t n_ctx = ContextFor(job); job.options.context_tokens > 0 && static_cast<int64_t>(tokens.size()) > n_ctx) {
+      const int64_t n_ctx = job.options.context_tokens;
+      if (n_ctx > 0 && n_ctx < engine_->model_info().context_tokens && static_cast<int64_t>(tokens.size()) > n_ctx) {
         return InvalidArgumentError(std::to_string(tokens.size()) + " tokens, more than the context of " +
                                     std::to_string(n_ctx) + " (num_ctx: the request's, else its model's manifest's)")
             .WithReason(ErrorReason::kPromptTooLong);

@@ -6,8 +6,9 @@ namespace llmd::sched {
 
 void ApplyGenerationSettings(const GenerationSettings& s, const config::DaemonConfig& c, Job* job) {
   job->sanitize = c.content_safety_check;
-  config::ModelGenerationDefaults m;  // the model's manifest's, when it has one
-  if (const config::ModelGenerationDefaults* found = config::FindModelDefaults(c, s.model)) m = *found;
+  static const config::ModelGenerationDefaults kNone;
+  const config::ModelGenerationDefaults* found = config::FindModelDefaults(c, s.model);
+  const config::ModelGenerationDefaults& m = found != nullptr ? *found : kNone;  // the model's manifest's
   job->options.max_tokens =
       static_cast<int32_t>(std::min(s.max_tokens.value_or(m.max_tokens.value_or(c.max_new_tokens)), c.max_new_tokens));
   // The request's num_ctx, else its model's; the worker holds either to the model's context.

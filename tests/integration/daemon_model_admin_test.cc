@@ -12,14 +12,17 @@
 #include <sys/socket.h>
 
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fetch/sha256.h"
@@ -260,7 +263,13 @@ TEST_F(ModelAdmin, DeleteIsRefusedWhileARequestHoldsTheModelAndForTheConfigsAndS
   ASSERT_TRUE(d->process().ready()) << d->process().log();
   // A stream on alpha that cannot end by itself before the test closes it: 900 tokens with
   // the end-of-text token ignored. Its first event says the model is serving it.
-  const int held = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int held = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(held, 0);
+  // Closed on every way out, an assertion's too; a reply that never comes fails the test
+  // after a generous liveness bound instead of hanging it.
+  const std::unique_ptr<int, void (*)(int*)> closer(&held, [](int* fd) { if (*fd >= 0) ::close(*fd); });
+  const timeval patience{120, 0};
+  ::setsockopt(held, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", d->http_socket().c_str());
@@ -279,7 +288,7 @@ TEST_F(ModelAdmin, DeleteIsRefusedWhileARequestHoldsTheModelAndForTheConfigsAndS
   EXPECT_EQ(busy.status, 503) << busy.body;
   EXPECT_NE(busy.body.find("serving"), std::string::npos) << busy.body;
   EXPECT_TRUE(fs::exists(models() + "/alpha.gguf"));
-  ::close(held);  // the daemon cancels the stream and gives the model's lease back
+  ::close(std::exchange(held, -1));  // the daemon cancels the stream and gives the model's lease back
   // Once it is cancelled, the delete goes through.
   HttpReply done;
   WaitFor([&] { return (done = d->Unix("DELETE", "/api/delete", R"({"model":"alpha"})")).status == 200; });

@@ -155,7 +155,7 @@ TEST_F(HttpResponsesStore, InputItemsListTheConversationPageByPageForItsOwnerOnl
   EXPECT_EQ(ItemText(list["data"].front()), "Second question.");
   EXPECT_EQ(ItemText(list["data"].back()), "First question.");
   if (!one["output"].empty()) {
-    EXPECT_EQ(list["data"][1]["id"], one["output"][0]["id"]);
+    EXPECT_EQ(list["data"][1]["id"], one["output"].back()["id"]);  // its newest output item
   }
   EXPECT_EQ(list["has_more"], false);
 
