@@ -214,7 +214,7 @@ Embedded RunEmbeddings(EmbeddingRun request, const char* api, const ExchangeEnv&
   sched::RunRequest run;
   run.api = api;
   run.model = request.model;
-  run.job.prompt = sched::EmbeddingInputs{std::move(request.inputs)};
+  run.job.prompt = sched::EmbeddingInputs{std::move(request.inputs), request.truncate};
   run.job.keep_alive_ms = request.keep_alive_ms;
   if (request.context_tokens) {
     run.job.options.context_tokens = static_cast<int32_t>(*request.context_tokens);

@@ -133,6 +133,7 @@ struct EmbeddingRun {
   // Ollama's options.num_ctx: the most tokens one input may hold; none: the model's
   // manifest's num_ctx, else the model's context.
   std::optional<int64_t> context_tokens;
+  bool truncate = false;  // Ollama's /api/embed truncate: an input over the context keeps its start
 };
 struct Embedded {
   bool client_gone = false;  // the client left first: answer nothing

@@ -82,6 +82,12 @@ void EngineWorker::RunEmbeddings(Job& job) {
   for (size_t i = 0; i < inputs.texts.size(); ++i) {
     Result<std::vector<float>> vector = [&]() -> Result<std::vector<float>> {
       LLMD_ASSIGN_OR_RETURN(auto tokens, engine_->CompletionPrompt(inputs.texts[i]));
+      if (inputs.truncate) {
+        // The most one input may hold: the context (num_ctx, else the model's), and what the
+        // engine takes in one batch.
+        const auto most = static_cast<size_t>(std::min<int64_t>(ContextFor(job), options_.batch_tokens));
+        if (tokens.size() > most) tokens.resize(most);
+      }
       done.stats.prompt_tokens += static_cast<int32_t>(tokens.size());
       // num_ctx (the request's, else its model's manifest's) narrows what one input may hold;
       // the engine refuses what its own context cannot.

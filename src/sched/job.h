@@ -41,6 +41,9 @@ struct RawCompletion {  // plain text, no template
 };
 struct EmbeddingInputs {  // texts to embed with a model loaded for embeddings; nothing is generated
   std::vector<std::string> texts;
+  // An input longer than the context keeps its first tokens (Ollama's /api/embed truncate);
+  // else it is refused with the counts.
+  bool truncate = false;
 };
 using PromptSource = std::variant<OneShotChat, SessionTurn, Conversation, RawCompletion, EmbeddingInputs>;
 

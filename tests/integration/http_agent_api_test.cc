@@ -325,6 +325,20 @@ TEST_F(AgentApi, EmbeddingsAreUnitVectorsPerInputInFloatOrBase64) {
   EXPECT_EQ(dims.status, 400) << dims.body;
   auto tokens = daemon_->Unix("POST", "/v1/embeddings", json{{"model", "embed"}, {"input", {1, 2, 3}}}.dump());
   EXPECT_EQ(tokens.status, 400) << tokens.body;
+
+  // Ollama's truncate: an input over num_ctx is refused unless the client asks for the cut.
+  const json longer = {{"model", "embed"}, {"input", "one two three four five six seven eight nine ten eleven twelve"},
+                       {"options", {{"num_ctx", 8}}}};
+  auto refused = daemon_->Unix("POST", "/api/embed", longer.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("more than the context of 8"), std::string::npos) << refused.body;
+  json cut_request = longer;
+  cut_request["truncate"] = true;
+  auto cut = daemon_->Unix("POST", "/api/embed", cut_request.dump());
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(Parse(cut)["prompt_eval_count"], 8) << cut.body;
+  ASSERT_EQ(Parse(cut)["embeddings"].size(), 1u) << cut.body;
+  EXPECT_EQ(Parse(cut)["embeddings"][0].size(), vectors[0].size());
 }
 
 TEST_F(AgentApi, TokenizeAndDetokenizeRoundTrip) {

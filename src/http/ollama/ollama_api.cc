@@ -541,9 +541,7 @@ Result<OllamaEmbedRequest> ParseOllamaEmbed(std::string_view body, const OllamaL
     }
   }
   LLMD_RETURN_IF_ERROR(CheckEmbedInputs(r.inputs, "input"));
-  // truncate (default true): accepted, not applied; an input longer than the context is refused.
-  bool truncate = true;
-  LLMD_RETURN_IF_ERROR(ReadBool(j, "truncate", &truncate));
+  LLMD_RETURN_IF_ERROR(ReadBool(j, "truncate", &r.truncate));
   if (const json* d = Field(j, "dimensions")) {
     int64_t dims = 0;
     LLMD_RETURN_IF_ERROR(IntegerIn(*d, "dimensions", 1, INT32_MAX, &dims));

@@ -80,6 +80,10 @@ struct OllamaEmbedRequest {
   std::optional<int64_t> dimensions;
   std::optional<int64_t> keep_alive_ms;  // as in OllamaGenerateRequest
   std::optional<int64_t> num_ctx;        // options.num_ctx: the most tokens an input may hold
+  // /api/embed's truncate: true, an input longer than the context keeps its first tokens;
+  // false or absent (Ollama's default is true), it is refused with the counts: llmd cuts
+  // nothing a client did not ask it to. The older /api/embeddings never truncates.
+  bool truncate = false;
 };
 Result<OllamaEmbedRequest> ParseOllamaEmbed(std::string_view body, const OllamaLimits& limits);
 Result<OllamaEmbedRequest> ParseOllamaEmbeddings(std::string_view body, const OllamaLimits& limits);

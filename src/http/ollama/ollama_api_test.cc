@@ -371,9 +371,11 @@ TEST(OllamaApi, ParsesEmbedRequests) {
   EXPECT_EQ(*one->model, "e");
   EXPECT_EQ(one->inputs, std::vector<std::string>{"text"});
   EXPECT_EQ(*one->dimensions, 8);
+  EXPECT_TRUE(one->truncate);
   auto many = ParseOllamaEmbed(R"({"input":["a","b"]})", kLimits);
   ASSERT_TRUE(many.has_value());
   EXPECT_EQ(many->inputs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(many->truncate);  // absent: an input over the context is refused, unlike Ollama
   for (const char* load : {R"({"model":"e"})", R"({"input":""})", R"({"input":[]})"}) {
     auto r = ParseOllamaEmbed(load, kLimits);
     ASSERT_TRUE(r.has_value()) << load;

@@ -154,7 +154,7 @@ int OllamaRoutes::Embed(const Request& req, Responder& out, bool legacy) {
     if (Status s = LoadOrUnload(*model, parsed->keep_alive_ms); !s.ok()) return Fail(out, s);
     return reply({}, 0);
   }
-  Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms, parsed->num_ctx}, "ollama",
+  Embedded done = RunEmbeddings({*model, std::move(parsed->inputs), parsed->dimensions, parsed->keep_alive_ms, parsed->num_ctx, parsed->truncate}, "ollama",
                                 ServerEnv(ctx_, req, out));
   if (done.client_gone) return 0;
   if (!done.error.ok()) return Fail(out, done.error);
