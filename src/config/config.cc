@@ -177,7 +177,7 @@ const std::vector<Key>& Keys() {
        "Deadline for a peer to take a frame we send",
        U32(&DaemonConfig::write_timeout_ms, 10, 3600000)},
       {"request_timeout_ms", {"--request-timeout-ms"}, {"LLMD_REQUEST_TIMEOUT_MS"},
-       "Deadline for a whole generation", U32(&DaemonConfig::request_timeout_ms, 10, 86400000)},
+       "Deadline for a whole generation, its prefill included (default 1 h)", U32(&DaemonConfig::request_timeout_ms, 10, 86400000)},
       {"queue_depth", {"--queue-depth"}, {"LLMD_QUEUE_DEPTH"}, "Requests that may wait for the engine",
        U32(&DaemonConfig::queue_depth, 1, 4096)},
       {"admission_window_ms", {"--admission-window-ms"}, {"LLMD_ADMISSION_WINDOW_MS"},

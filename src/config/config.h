@@ -105,7 +105,10 @@ struct DaemonConfig {
   uint32_t frame_timeout_ms = 10000; // to receive a whole frame once it has started
   uint32_t idle_timeout_ms = 30000;  // between requests on one connection
   uint32_t write_timeout_ms = 10000; // for a peer to accept a frame we send
-  uint32_t request_timeout_ms = 300000;  // a whole generation
+  // A whole generation, its prefill included: an hour, so that an agent-sized prompt (16k
+  // tokens took 7 minutes on 2 threads) is not cut off on a slow device; max_new_tokens bounds
+  // the decode, and the watchdog a stalled engine.
+  uint32_t request_timeout_ms = 3600000;
   uint32_t queue_depth = 16;         // requests waiting for the engine
   // After a busy period that served several requests at once, how long an idle engine waits
   // for the rest of a new burst so its requests share their first prefill step.
