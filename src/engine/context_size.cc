@@ -35,9 +35,14 @@ EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummar
     cells = std::min<int64_t>(cells, std::max<int64_t>(std::min(kMinAutoContext, trained), fits / 256 * 256));
   }
   if (gguf.ssm_inner_size > 0) {
-    // A hybrid model (recurrent state + attention) keeps a cache per sequence: in one shared
-    // pool a request batched with others gave another greedy answer than alone
-    // (same_answer_test, hybrid, under ASan), so the pool's cells are split between them.
+    // A hybrid model (recurrent state + attention) keeps a cache per sequence, the pool's cells
+    // split between them: its answers are promised the same whatever else runs (prefill cuts,
+    // ShapeStableCalls), and ggml's CPU flash attention computes a sequence's rows the same
+    // only in a stream of its own. In one pool (kv_unified) a micro-batch's rows are one
+    // matrix, and the kernel changes with the others' rows (under 64 rows row by row, with an
+    // f16 accumulator; from 64 in 64-cell tiles of the pool) and with where the sequence's
+    // cells lie (the tile edges; a new token in a cell freed before its others is added out of
+    // position order). Measured: batch_invariance_test; same_answer_test failed with a pool.
     out.context_tokens = static_cast<int32_t>(std::max<int64_t>(
         std::min(kMinAutoContext, trained), cells / std::max<int32_t>(1, config.sequences) / 256 * 256));
     out.pool_tokens = 0;

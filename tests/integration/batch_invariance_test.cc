@@ -1,0 +1,171 @@
+// On the tiny hybrid (Gated DeltaNet + attention), with the context the engine sizes by itself
+// (context 0, as the daemon's default): a sequence's logits are the same bits whether its
+// prompt is prefilled alone or in one decode call beside another prompt of the same length (a
+// call as sched::ShapeStableCalls builds it), and whether or not another sequence has left
+// free cells before its own. So a hybrid model keeps a KV cache per sequence
+// (engine/context_size.cc): in one pool the sequences share (llama.cpp's kv_unified), ggml's
+// CPU flash attention computes a row differently with the micro-batch's row count (two
+// 40-token prompts in one micro-batch are 80 rows, which take the tiled kernel, f32 sums per
+// 64-cell tile; one alone takes the row-by-row kernel, with an f16 accumulator) and with where
+// the sequence's cells lie in the pool (the tiles are 64 cells of the pool; the row-by-row
+// kernel adds the cells in cell order, which is not position order once a new token fills a
+// cell freed before the sequence's first). With one pool every case below gives other
+// log-probabilities (measured with this model; with other 40-token prompts, other greedy
+// tokens too), and same_answer_test's batched hybrid request another greedy answer.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/llama/llama_engine.h"
+#include "tests/support/test_models.h"
+
+namespace llmd::testing {
+namespace {
+
+using engine::DecodeItem;
+using engine::TokenId;
+
+constexpr size_t kPromptTokens = 40;  // two in one micro-batch: 80 rows, at least ggml's 64-row tile
+constexpr int kSteps = 12;
+
+// What a sequence produced: each step's greedy token, its log-probability and the top 4.
+struct Trace {
+  std::vector<TokenId> tokens;
+  std::vector<float> logprobs;
+};
+
+void ExpectSame(const Trace& got, const Trace& alone, const std::string& what) {
+  EXPECT_EQ(got.tokens, alone.tokens) << what << ": other greedy tokens than alone";
+  EXPECT_EQ(got.logprobs, alone.logprobs) << what << ": other log-probabilities than alone";
+}
+
+struct Sequence {
+  int32_t id = 0;
+  std::vector<TokenId> prompt;
+  std::unique_ptr<engine::Sampler> sampler;
+  Trace trace;
+  int32_t held = 0;
+  TokenId next = 0;
+};
+
+class BatchInvariance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine::EngineConfig config;
+    config.model_path = Qwen35TinyPath();
+    config.context_tokens = 0;  // automatic, as the daemon's default
+    config.kv_budget_bytes = 64ull << 20;
+    config.sequences = 4;
+    config.threads = 1;
+    engine_ = engine::NewLlamaEngine();
+    const Status st = engine_->Load(config);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    a_ = PromptOf("The library opens at nine on weekdays and at ten on Sundays, because the staff spend "
+                  "Sunday mornings sorting the returns of the week, mending torn covers, shelving the new "
+                  "arrivals and answering the letters that readers leave in the box by the door.");
+    b_ = PromptOf("Our train left the coast before dawn and climbed through pine forests, past frozen "
+                  "lakes and sleeping villages, until the first light reached the high mountain pass where "
+                  "the old stone hut stands, and we stopped there for bread, cheese and hot tea.");
+  }
+
+  std::vector<TokenId> PromptOf(const std::string& text) {
+    auto tokens = engine_->Tokenize(text, true, false);
+    EXPECT_TRUE(tokens.has_value());
+    EXPECT_GE(tokens->size(), kPromptTokens);
+    tokens->resize(kPromptTokens);
+    return *tokens;
+  }
+
+  std::unique_ptr<Sequence> NewSequence(int32_t id, const std::vector<TokenId>& prompt) {
+    auto s = std::make_unique<Sequence>();
+    s->id = id;
+    s->prompt = prompt;
+    auto sampler = engine_->NewSampler(engine::SamplingParams::Greedy(), {});
+    EXPECT_TRUE(sampler.has_value());
+    s->sampler = std::move(*sampler);
+    return s;
+  }
+
+  // One decode call: every sequence's prompt (prefill) or its next token, in sequence order.
+  void Decode(const std::vector<Sequence*>& seqs, bool prefill) {
+    std::vector<DecodeItem> items;
+    for (Sequence* s : seqs) {
+      if (prefill) {
+        for (size_t i = 0; i < s->prompt.size(); ++i) {
+          items.push_back({s->id, static_cast<int32_t>(i), s->prompt[i], i + 1 == s->prompt.size()});
+        }
+      } else {
+        items.push_back({s->id, s->held, s->next, true});
+      }
+    }
+    const Status st = engine_->DecodeBatch(items);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].logits) continue;
+      for (Sequence* s : seqs) {
+        if (s->id != items[i].sequence) continue;
+        const auto index = static_cast<int32_t>(i);
+        s->next = s->sampler->Sample(index);
+        const engine::TokenLogprob lp = s->sampler->Logprob(index, s->next, 4);
+        s->trace.tokens.push_back(s->next);
+        s->trace.logprobs.push_back(lp.logprob);
+        for (const auto& [text, logprob] : lp.top) s->trace.logprobs.push_back(logprob);
+        s->held = prefill ? static_cast<int32_t>(s->prompt.size()) : s->held + 1;
+      }
+    }
+  }
+
+  // The sequences generate together, one decode call per step.
+  void Generate(const std::vector<Sequence*>& seqs) {
+    for (int i = 0; i < kSteps; ++i) Decode(seqs, false);
+  }
+
+  void ClearAll() {
+    for (int32_t s = 0; s < 4; ++s) ASSERT_TRUE(engine_->TruncateSequence(s, 0).ok());
+  }
+
+  // `prompt` on sequence 0 of a memory that holds nothing else.
+  Trace Alone(const std::vector<TokenId>& prompt) {
+    ClearAll();
+    auto s = NewSequence(0, prompt);
+    Decode({s.get()}, true);
+    Generate({s.get()});
+    return s->trace;
+  }
+
+  std::unique_ptr<engine::Engine> engine_;
+  std::vector<TokenId> a_, b_;
+};
+
+TEST_F(BatchInvariance, PromptsPrefilledInOneCallGiveEachItsAnswerAlone) {
+  const Trace a_alone = Alone(a_), b_alone = Alone(b_);
+  ASSERT_EQ(a_alone.tokens.size(), static_cast<size_t>(kSteps + 1));
+  ClearAll();
+  auto a = NewSequence(1, a_), b = NewSequence(2, b_);
+  Decode({a.get(), b.get()}, true);
+  Generate({a.get(), b.get()});
+  ExpectSame(a->trace, a_alone, "sequence 1");
+  ExpectSame(b->trace, b_alone, "sequence 2");
+}
+
+TEST_F(BatchInvariance, ASequenceAfterCellsFreedBeforeItsOwnGivesItsAnswerAlone) {
+  const Trace alone = Alone(a_);
+  ClearAll();
+  // Sequence 3 takes the first cells, sequence 0 the next ones; then sequence 3 is dropped, and
+  // sequence 0 generates on.
+  std::vector<TokenId> filler;
+  while (filler.size() < 300) filler.insert(filler.end(), b_.begin(), b_.end());
+  filler.resize(300);
+  auto other = NewSequence(3, filler);
+  Decode({other.get()}, true);
+  auto s = NewSequence(0, a_);
+  Decode({s.get()}, true);
+  ASSERT_TRUE(engine_->TruncateSequence(3, 0).ok());
+  Generate({s.get()});
+  ExpectSame(s->trace, alone, "sequence 0");
+}
+
+}  // namespace
+}  // namespace llmd::testing
