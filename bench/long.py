@@ -156,8 +156,7 @@ def run_model(o, workdir):
     agent_extra = {"tools": tools(20), "tool_choice": "auto"}
     for who in ("llmd", "llama-server"):
         progress(f"{res['model']}: {who}")
-        # A 16k-token prefill on 2 threads outlasts the default 5-minute generation deadline.
-        s = c.start_llmd("llmd-long", extra=("--request-timeout-ms", "3600000")) if who == "llmd" else c.start_server("llama-server-long")
+        s = c.start_llmd("llmd-long") if who == "llmd" else c.start_server("llama-server-long")
         try:
             pool = llmd_context(s) if who == "llmd" else server_context(s)
             base = native_request(s.native, "river", 1)["prompt_tokens"] - 1 if who == "llmd" else 12

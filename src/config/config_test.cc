@@ -34,6 +34,9 @@ TEST(Config, DefaultsAreTheSeedsTable) {
   EXPECT_EQ(c.socket_mode, 0600u);
   EXPECT_EQ(c.max_connections, 4u);
   EXPECT_EQ(c.rate_limit, 100u);
+  // A whole generation, prefill included: an hour, so a cold agent-sized prompt on a slow
+  // device is not cut off (a 16k-token prefill took 7 minutes on 2 threads).
+  EXPECT_EQ(c.request_timeout_ms, 3600000u);
 }
 
 TEST(Config, ModelsDirectoriesAndTheirKeepAlive) {
