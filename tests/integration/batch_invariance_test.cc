@@ -1,20 +1,23 @@
-// On the tiny hybrid (Gated DeltaNet + attention), with the context the engine sizes by itself
-// (context 0, as the daemon's default): a sequence's logits are the same bits whether its
-// prompt is prefilled alone or in one decode call beside another prompt of the same length (a
-// call as sched::ShapeStableCalls builds it), and whether or not another sequence has left
-// free cells before its own. So a hybrid model keeps a KV cache per sequence
-// (engine/context_size.cc): in one pool the sequences share (llama.cpp's kv_unified), ggml's
-// CPU flash attention computes a row differently with the micro-batch's row count (two
-// 40-token prompts in one micro-batch are 80 rows, which take the tiled kernel, f32 sums per
-// 64-cell tile; one alone takes the row-by-row kernel, with an f16 accumulator) and with where
-// the sequence's cells lie in the pool (the tiles are 64 cells of the pool; the row-by-row
-// kernel adds the cells in cell order, which is not position order once a new token fills a
-// cell freed before the sequence's first). With one pool every case below gives other
-// log-probabilities (measured with this model; with other 40-token prompts, other greedy
-// tokens too), and same_answer_test's batched hybrid request another greedy answer.
+// A sequence's logits are the same bits however the work around it was arranged, with the real
+// llama.cpp engine on the tiny dense model (a KV cache per sequence, `--context N`) and the
+// tiny hybrid (Gated DeltaNet + attention, the context the engine sizes by itself, as the
+// daemon's default; it keeps a cache per sequence, engine/context_size.cc):
+// - its prompt prefilled alone or in one call beside another prompt of the same length (a
+//   call as sched::ShapeStableCalls builds it);
+// - with or without another sequence's cells freed before its own.
+// In one pool the sequences share (llama.cpp's kv_unified, the dense default), ggml's CPU
+// flash attention computes a row differently with the micro-batch's row count (two 40-token
+// prompts in one micro-batch are 80 rows, which take the tiled kernel; one alone took the
+// row-by-row kernel) and with where the sequence's cells lie (the tiles are 64 cells of the
+// pool; the row-by-row kernel adds the cells in cell order, not position order once a new
+// token fills a cell freed before the sequence's first): both cases then give other
+// log-probabilities, and with other prompts other greedy tokens (docs/architecture.md, "One
+// KV pool").
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,12 +53,20 @@ struct Sequence {
   TokenId next = 0;
 };
 
-class BatchInvariance : public ::testing::Test {
+// A model and the context it is loaded with.
+struct Case {
+  std::string name;
+  std::function<std::string()> path;
+  int32_t context_tokens;  // 0: automatic
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class BatchInvariance : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     engine::EngineConfig config;
-    config.model_path = Qwen35TinyPath();
-    config.context_tokens = 0;  // automatic, as the daemon's default
+    config.model_path = GetParam().path();
+    config.context_tokens = GetParam().context_tokens;
     config.kv_budget_bytes = 64ull << 20;
     config.sequences = 4;
     config.threads = 1;
@@ -139,7 +150,7 @@ class BatchInvariance : public ::testing::Test {
   std::vector<TokenId> a_, b_;
 };
 
-TEST_F(BatchInvariance, PromptsPrefilledInOneCallGiveEachItsAnswerAlone) {
+TEST_P(BatchInvariance, PromptsPrefilledInOneCallGiveEachItsAnswerAlone) {
   const Trace a_alone = Alone(a_), b_alone = Alone(b_);
   ASSERT_EQ(a_alone.tokens.size(), static_cast<size_t>(kSteps + 1));
   ClearAll();
@@ -150,7 +161,7 @@ TEST_F(BatchInvariance, PromptsPrefilledInOneCallGiveEachItsAnswerAlone) {
   ExpectSame(b->trace, b_alone, "sequence 2");
 }
 
-TEST_F(BatchInvariance, ASequenceAfterCellsFreedBeforeItsOwnGivesItsAnswerAlone) {
+TEST_P(BatchInvariance, ASequenceAfterCellsFreedBeforeItsOwnGivesItsAnswerAlone) {
   const Trace alone = Alone(a_);
   ClearAll();
   // Sequence 3 takes the first cells, sequence 0 the next ones; then sequence 3 is dropped, and
@@ -166,6 +177,11 @@ TEST_F(BatchInvariance, ASequenceAfterCellsFreedBeforeItsOwnGivesItsAnswerAlone)
   Generate({s.get()});
   ExpectSame(s->trace, alone, "sequence 0");
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
+                         ::testing::Values(Case{"DenseContextPerSequence", TinyModelPath, 512},
+                                           Case{"HybridAutomatic", Qwen35TinyPath, 0}),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace llmd::testing
