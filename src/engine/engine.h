@@ -43,6 +43,17 @@ struct MemoryCapabilities {
   // holds and gives each sequence's tokens a call of their own shape (sched/prefill_cuts.h,
   // sched/decode_calls.h). The value: the most tokens one call computes in one piece (n_ubatch).
   int32_t decode_shape_tokens = 0;
+  // > 0: a prompt token's arithmetic depends on the micro-batch of this many tokens its cold
+  // prefill computes it in (engine/prompt_kernels.h). The scheduler then never lets a prompt
+  // chunk cross a multiple of it, never reuses generated tokens as a prompt's prefix (they were
+  // decoded as generation steps), and reuses a prefix only as far as SameKernelPrefix says.
+  int32_t prompt_call_tokens = 0;
+  // A step's generated tokens go in one call and each sequence's prompt chunk in a call of
+  // its own, so each is a prompt call (Engine::DecodeBatch). Set where that costs no extra
+  // pass over the weights: each sequence has a KV stream of its own, and llama.cpp cuts a
+  // mixed call into micro-batches by sequence anyway. In one shared pool a mixed step stays
+  // one call (its prompt chunks then take ggml's own kernels).
+  bool prompt_calls_apart = false;
 };
 
 // What the loaded engine drafts with (EngineConfig::speculative).
@@ -117,6 +128,10 @@ struct DecodeItem {
   int32_t position = 0;  // the token's position in its sequence
   TokenId token = 0;
   bool logits = false;   // sample after this token (its index in the batch is the output index)
+  // A prompt token: the length of its whole prompt (0: a generated token). A call of one
+  // sequence's prompt tokens is computed as the cold prefill of that prompt computes them,
+  // whatever was cached before them (Engine::DecodeBatch).
+  int32_t prompt_tokens = 0;
 };
 
 // One sequence's request for a draft (see Engine::Draft).
@@ -203,7 +218,11 @@ class Engine {
 
   // --- One decode step over several sequences.
 
-  // Decodes one batch (prompt chunks and/or one new token per sequence) in one call.
+  // Decodes one batch (prompt chunks and/or one new token per sequence) in one call. A call
+  // whose tokens are all prompt tokens of one kind (MemoryCapabilities::prompt_call_tokens)
+  // is a prompt call: they come out in the bits of their prompt's cold prefill, whatever the
+  // call's length, so a prompt after a cached prefix gives the cold answer. (A generated
+  // token is decoded as a generation step, which the same token inside a prompt is not.)
   virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
   // `context`: the tokens the sequence already holds (the prompt); the penalties' window
   // starts with the last of them, as llama.cpp's own programs start it.

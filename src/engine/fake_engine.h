@@ -75,6 +75,9 @@ struct FakeEngineOptions {
   // > 0: the tokens all sequences may hold together (a shared pool, as a unified KV cache or
   // a device's memory): a DecodeBatch that would hold more is ResourceExhausted.
   int32_t pool_tokens = 0;
+  // MemoryCapabilities::prompt_call_tokens and prompt_calls_apart.
+  int32_t prompt_call_tokens = 0;
+  bool prompt_calls_apart = false;
 };
 
 class FakeEngine final : public Engine {

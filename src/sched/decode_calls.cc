@@ -29,6 +29,22 @@ std::vector<std::vector<engine::DecodeItem>> ShapeStableCalls(const std::vector<
   return calls;
 }
 
+std::vector<std::vector<engine::DecodeItem>> GenerationThenPromptCalls(const std::vector<engine::DecodeItem>& items) {
+  std::vector<std::vector<engine::DecodeItem>> calls(1);  // the generated tokens first
+  std::map<int32_t, size_t> prompt_call;                  // sequence -> its prompt call
+  for (const auto& item : items) {
+    if (item.prompt_tokens <= 0) {
+      calls.front().push_back(item);
+      continue;
+    }
+    auto [it, added] = prompt_call.try_emplace(item.sequence, calls.size());
+    if (added) calls.emplace_back();
+    calls[it->second].push_back(item);
+  }
+  if (calls.front().empty()) calls.erase(calls.begin());
+  return calls;
+}
+
 void OrderBySequence(std::vector<engine::DecodeItem>* items) {
   std::stable_sort(items->begin(), items->end(),
                    [](const engine::DecodeItem& a, const engine::DecodeItem& b) { return a.sequence < b.sequence; });

@@ -19,6 +19,12 @@ namespace llmd::sched {
 std::vector<std::vector<engine::DecodeItem>> ShapeStableCalls(const std::vector<engine::DecodeItem>& items,
                                                              size_t piece_tokens);
 
+// A step's generated tokens (each sequence's next token and its draft) in one call, then each
+// sequence's prompt chunk in a call of its own: a prompt call is computed as the prompt's cold
+// prefill computes those tokens (Engine::DecodeBatch), which a mixed call is not. No call is
+// empty.
+std::vector<std::vector<engine::DecodeItem>> GenerationThenPromptCalls(const std::vector<engine::DecodeItem>& items);
+
 // Orders a call's items by sequence id, each sequence's own items keeping their order. Where
 // each sequence has a KV stream of its own, llama.cpp puts only sequences with consecutive,
 // increasing ids in one micro-batch (llama_batch_allocr::split_equal, sequential): a call of

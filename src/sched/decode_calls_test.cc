@@ -55,6 +55,30 @@ TEST(ShapeStableCalls, SequencesOfOneLengthShareACallOnlyWhileOnePieceHoldsThem)
 
 TEST(ShapeStableCalls, NothingInNothingOut) { EXPECT_TRUE(ShapeStableCalls({}, 512).empty()); }
 
+TEST(GenerationThenPromptCalls, GeneratedTokensAndEachSequencesPromptChunkHaveCallsOfTheirOwn) {
+  std::vector<DecodeItem> items;
+  Add(&items, 2, 1, 17);                                // a generation step
+  items.push_back({1, 0, 7, false, 9});                 // a one-token prompt chunk
+  Add(&items, 0, 3, 40);                                // a pending token and a draft of 2
+  items.push_back({3, 5, 8, false, 7});
+  items.push_back({3, 6, 9, true, 7});
+  const auto calls = GenerationThenPromptCalls(items);
+  EXPECT_EQ(Shape(calls), (std::vector<std::vector<std::pair<int32_t, int32_t>>>{
+                              {{2, 1}, {0, 3}}, {{1, 1}}, {{3, 2}}}));
+  for (const auto& item : calls[0]) EXPECT_EQ(item.prompt_tokens, 0);
+  EXPECT_EQ(calls[1][0].prompt_tokens, 9);
+  EXPECT_EQ(calls[2].back().position, 6);
+  EXPECT_TRUE(calls[2].back().logits);
+}
+
+TEST(GenerationThenPromptCalls, AStepOfOneKindIsOneCall) {
+  std::vector<DecodeItem> items;
+  Add(&items, 0, 1, 3);
+  Add(&items, 1, 1, 9);
+  EXPECT_EQ(GenerationThenPromptCalls(items).size(), 1u);
+  EXPECT_TRUE(GenerationThenPromptCalls({}).empty());
+}
+
 TEST(OrderBySequence, SortsBySequenceAndKeepsEachSequencesOwnOrder) {
   std::vector<DecodeItem> items = {{2, 7, 70, true}, {0, 3, 30, false}, {2, 8, 80, true}, {1, 5, 50, true}, {0, 4, 40, true}};
   OrderBySequence(&items);

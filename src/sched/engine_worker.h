@@ -248,6 +248,10 @@ class EngineWorker {
   // ShapeStableCalls, so the cache never changes an answer.
   bool ShapeMatters() const { return engine_->model_info().memory.decode_shape_tokens > 0; }
   std::vector<size_t> PromptCuts(const std::vector<engine::TokenId>& prompt) const;  // empty unless ShapeMatters
+  // Of `keep` tokens a memory holds, computed as a prompt of `computed_for` tokens, those a
+  // prompt of `prompt_tokens` may reuse: none generated, and only rows computed with the
+  // kernels its cold prefill would use (MemoryCapabilities::prompt_call_tokens).
+  size_t AlikePrefix(size_t computed_for, size_t prompt_tokens, size_t keep) const;
   // `cuts`: the prompt's (ShapeMatters), else null. `only_target`: plan for that slot alone
   // (a job already on it), else for any free slot.
   ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, const std::vector<size_t>* cuts,
@@ -296,7 +300,8 @@ class EngineWorker {
   // Pinned prefixes (engine_worker_pin.cc): made when the worker takes an engine.
   struct PinnedPrefix {
     std::vector<engine::TokenId> tokens;
-    std::string state;  // Engine::ParkSequence bytes
+    std::string state;          // Engine::ParkSequence bytes
+    size_t computed_for = 0;    // the prompt length its tokens were computed as (AlikePrefix)
   };
   void PinPrompts();
   Result<PinnedPrefix> PinPrompt(const std::string& system);

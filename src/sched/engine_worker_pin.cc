@@ -71,8 +71,11 @@ Result<EngineWorker::PinnedPrefix> EngineWorker::PinPrompt(const std::string& sy
   while (at < length) {
     size_t end = std::min(length, at + static_cast<size_t>(options_.batch_tokens));
     if (const auto cut = std::upper_bound(cuts.begin(), cuts.end(), at); cut != cuts.end()) end = std::min(end, *cut);
+    if (const auto piece = static_cast<size_t>(engine_->model_info().memory.prompt_call_tokens); piece > 0) {
+      end = std::min(end, (at / piece + 1) * piece);  // a prompt call stays in one piece
+    }
     std::vector<engine::DecodeItem> chunk;
-    for (size_t i = at; i < end; ++i) chunk.push_back({sequence, static_cast<int32_t>(i), (*a)[i], false});
+    for (size_t i = at; i < end; ++i) chunk.push_back({sequence, static_cast<int32_t>(i), (*a)[i], false, static_cast<int32_t>(a->size())});
     LLMD_RETURN_IF_ERROR(engine_->DecodeBatch(chunk));
     at = end;
   }
@@ -81,7 +84,7 @@ Result<EngineWorker::PinnedPrefix> EngineWorker::PinPrompt(const std::string& sy
     (void)engine_->TruncateSequence(sequence, 0);
     return state.error();
   }
-  return PinnedPrefix{{a->begin(), a->begin() + static_cast<ptrdiff_t>(length)}, std::move(*state)};
+  return PinnedPrefix{{a->begin(), a->begin() + static_cast<ptrdiff_t>(length)}, std::move(*state), a->size()};
 }
 
 // A pinned prefix the prompt begins with, longer than `keep`, that its prefill passes through.
@@ -93,6 +96,7 @@ const EngineWorker::PinnedPrefix* EngineWorker::PinnedFor(const std::vector<engi
     if (n <= keep || n >= prompt.size() || (best != nullptr && n <= best->tokens.size())) continue;
     if (!std::equal(p.tokens.begin(), p.tokens.end(), prompt.begin())) continue;
     if (cuts != nullptr && !IsCut(*cuts, n)) continue;
+    if (AlikePrefix(p.computed_for, prompt.size(), n) < n) continue;
     best = &p;
   }
   return best;

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "common/log.h"
+#include "engine/prompt_kernels.h"
 #include "sched/prefill_cuts.h"
 #include "sched/engine_worker_slot.h"
 
@@ -30,6 +31,14 @@ size_t LastCommonCut(const std::vector<size_t>& a, const std::vector<size_t>& b,
 
 }  // namespace
 
+size_t EngineWorker::AlikePrefix(size_t computed_for, size_t prompt_tokens, size_t keep) const {
+  const auto piece = static_cast<size_t>(engine_->model_info().memory.prompt_call_tokens);
+  if (piece == 0) return keep;
+  // Generated tokens were decoded as generation steps, which the same tokens in a cold
+  // prefill are not (Engine::DecodeBatch): a follow-up prefills the previous reply again.
+  return engine::SameKernelPrefix(std::min(keep, computed_for), computed_for, prompt_tokens, piece);
+}
+
 std::vector<size_t> EngineWorker::PromptCuts(const std::vector<engine::TokenId>& prompt) const {
   if (!ShapeMatters()) return {};
   // A chunk is one piece of one decode call, and fits one step.
@@ -54,7 +63,7 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     *checkpoint = nullptr;
     if (&source != &target && !caps.sequence_copy) return 0;
     const size_t limit = std::min(CommonPrefix(source.resident, prompt), limit_all);
-    if (caps.partial_truncation) return limit;
+    if (caps.partial_truncation) return AlikePrefix(source.prompt.size(), prompt.size(), limit);
     if (limit == source.resident.size() && LiveStateServes(source, cuts)) return limit;
     if (!caps.state_checkpoints) return 0;
     *checkpoint = checkpoints_.Find(prompt, limit, cuts);

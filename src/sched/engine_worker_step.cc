@@ -95,6 +95,8 @@ bool EngineWorker::Step() {
   std::vector<std::vector<engine::DecodeItem>> calls;
   if (ShapeMatters()) {
     calls = ShapeStableCalls(batch, static_cast<size_t>(engine_->model_info().memory.decode_shape_tokens));
+  } else if (engine_->model_info().memory.prompt_calls_apart) {
+    calls = GenerationThenPromptCalls(batch);
   } else {
     calls.push_back(std::move(batch));
   }
@@ -137,6 +139,9 @@ bool EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* b
     slot.prefill_start_ms = clock_.NowMs();
     slot.out.stats.prefill_step = steps_.load() + 1;  // the step about to run
   }
+  if (const auto piece = static_cast<size_t>(engine_->model_info().memory.prompt_call_tokens); piece > 0) {
+    end = std::min(end, (slot.prefilled / piece + 1) * piece);  // a prompt call stays in one piece
+  }
   for (size_t at : slot.checkpoint_at) {
     if (at > slot.prefilled) {
       end = std::min(end, at);
@@ -144,7 +149,8 @@ bool EngineWorker::AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* b
     }
   }
   for (size_t at = slot.prefilled; at < end; ++at) {
-    batch->push_back({slot.sequence, static_cast<int32_t>(at), slot.prompt[at], at + 1 == slot.prompt.size()});
+    batch->push_back({slot.sequence, static_cast<int32_t>(at), slot.prompt[at], at + 1 == slot.prompt.size(),
+                      static_cast<int32_t>(slot.prompt.size())});
   }
   return true;
 }

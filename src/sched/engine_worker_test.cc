@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/fake_engine.h"
+#include "engine/prompt_kernels.h"
 #include "sched/prefill_cuts.h"
 #include "sched/worker_test_rig.h"
 
@@ -172,6 +173,36 @@ TEST(EngineWorker, ALongPromptIsPrefilledInChunksBesideARunningDecode) {
   }
   EXPECT_GE(prefill_steps, long_prompt.size() / 7);  // 7 prompt tokens beside 1 decode token
   EXPECT_EQ(b->stats.first_token_step - b->stats.prefill_step + 1, prefill_steps);
+}
+
+TEST(EngineWorker, WherePromptCallsAreApartEachIsOneSequencesPromptWithinOnePiece) {
+  const std::string long_prompt(50, 'x');
+  Rig rig({.prompt_call_tokens = 16, .prompt_calls_apart = true}, TestOptions(/*batch_tokens=*/8));
+  rig.fake->HoldDecodes();
+  auto running = rig.Submit(Raw("go", 40));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  auto prefilling = rig.Submit(Raw(long_prompt, 4));
+  rig.Release();
+  auto a = Await(*running);
+  auto b = Await(*prefilling);
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  ASSERT_TRUE(b.has_value()) << b.error().ToString();
+  EXPECT_EQ(a->tokens, Solo(Raw("go", 40)));
+  EXPECT_EQ(b->tokens, Solo(Raw(long_prompt, 4)));
+  size_t prompt_calls = 0, generation_calls = 0;
+  for (const auto& batch : rig.fake->batches()) {
+    const auto prompt = std::count_if(batch.begin(), batch.end(), [](const DecodeItem& i) { return i.prompt_tokens > 0; });
+    EXPECT_TRUE(prompt == 0 || prompt == static_cast<ptrdiff_t>(batch.size())) << "a call mixes prompt and generated tokens";
+    if (prompt == 0) {
+      ++generation_calls;
+      continue;
+    }
+    ++prompt_calls;
+    EXPECT_EQ(batch.front().sequence, batch.back().sequence);
+    EXPECT_EQ(batch.front().position / 16, batch.back().position / 16) << "a prompt call crosses a 16-token piece";
+  }
+  EXPECT_GE(prompt_calls, long_prompt.size() / 7);  // 7 prompt tokens a step beside the running job's token
+  EXPECT_GE(generation_calls, a->tokens.size() - 1);  // the first token comes from the prompt call
 }
 
 TEST(EngineWorker, JobsOfABurstAfterABusyPeriodStartTheirPrefillInTheSameStep) {
@@ -496,6 +527,42 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
                                                                  : reply_start));
   EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
   EXPECT_EQ(rig.fake->refused_operations(), 0);
+}
+
+// Where a prompt token's arithmetic follows the micro-batch of its cold prefill
+// (MemoryCapabilities::prompt_call_tokens): the reply was decoded as generation steps and is
+// prefilled again, and the first prompt's rows are reused only as far as the second prompt's
+// cold prefill computes them with the same kernels (engine/prompt_kernels.h).
+TEST(EngineWorker, WherePromptRowsFollowTheirColdKernelsAReplyIsPrefilledAgain) {
+  const std::vector<chat::Message> first = {{"system", "Be brief."}, {"user", "Name a colour."}};
+  auto conversation = [](std::vector<chat::Message> messages) {
+    Job job;
+    job.prompt = Conversation{std::move(messages), {}};
+    job.options.max_tokens = 6;
+    job.options.sampling = engine::SamplingParams::Greedy();
+    return job;
+  };
+  for (const int32_t piece : {16, 512}) {
+    const FakeEngineOptions engine_options{.prompt_call_tokens = piece};
+    Rig rig(engine_options);
+    auto reply = rig.Run(conversation(first));
+    ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
+    std::vector<chat::Message> second = first;
+    second.push_back({"assistant", reply->text});
+    second.push_back({"user", "Another one, and say why you chose it in a full sentence."});
+    auto done = rig.Run(conversation(second));
+    ASSERT_TRUE(done.has_value()) << done.error().ToString();
+    const size_t first_prompt = FakeEngine().ConversationPrompt(first, {}, true).value().prompt.size();
+    const size_t second_prompt = FakeEngine().ConversationPrompt(second, {}, true).value().prompt.size();
+    EXPECT_EQ(done->stats.cached_tokens,
+              static_cast<int32_t>(engine::SameKernelPrefix(first_prompt, first_prompt, second_prompt, piece)))
+        << "piece " << piece;
+    EXPECT_LE(done->stats.cached_tokens, static_cast<int32_t>(first_prompt));
+    if (piece == 16) {
+      EXPECT_GT(done->stats.cached_tokens, 0) << "whole 16-token pieces are alike";
+    }
+    EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
+  }
 }
 
 TEST_P(EitherMemory, AFailingDecodeFailsOnlyItsOwnRequest) {

@@ -1,24 +1,30 @@
 // A sequence's logits are the same bits however the work around it was arranged, with the real
-// llama.cpp engine on the tiny dense model (a KV cache per sequence, `--context N`) and the
-// tiny hybrid (Gated DeltaNet + attention, the context the engine sizes by itself, as the
-// daemon's default; it keeps a cache per sequence, engine/context_size.cc):
+// llama.cpp engine on the tiny dense model (the default pool, which is a KV stream per
+// sequence as large as the pool; and a cache per sequence, `--context N`) and the tiny hybrid
+// (Gated DeltaNet + attention, the context the engine sizes by itself, a cache per sequence):
 // - its prompt prefilled alone or in one call beside another prompt of the same length (a
 //   call as sched::ShapeStableCalls builds it);
-// - with or without another sequence's cells freed before its own.
-// In one pool the sequences share (llama.cpp's kv_unified, the dense default), ggml's CPU
-// flash attention computes a row differently with the micro-batch's row count (two 40-token
-// prompts in one micro-batch are 80 rows, which take the tiled kernel; one alone took the
-// row-by-row kernel) and with where the sequence's cells lie (the tiles are 64 cells of the
-// pool; the row-by-row kernel adds the cells in cell order, not position order once a new
-// token fills a cell freed before the sequence's first): both cases then give other
-// log-probabilities, and with other prompts other greedy tokens (docs/architecture.md, "One
-// KV pool").
+// - with or without another sequence's cells freed before its own;
+// - (dense) its prompt prefilled in one call, or after a cached prefix: the rest in a call of
+//   its own, down to the last token alone (how the worker reuses a prefix).
+// Why it holds: each sequence has a KV stream of its own, and a prompt call's tokens take the
+// flash attention kernel of their cold prefill (Engine::DecodeBatch, engine/prompt_kernels.h,
+// llama.cpp patch 0004). In one pool the sequences share (llama.cpp's kv_unified, which the
+// default pool was), ggml's CPU flash attention computes a row differently with the
+// micro-batch's row count (two 40-token prompts in one micro-batch are 80 rows, which take the
+// tiled kernel; one alone took the row-by-row kernel) and with where the sequence's cells lie
+// (the tiles are 64 cells of the pool; the row-by-row kernel adds the cells in cell order, not
+// position order once a new token fills a cell freed before the sequence's first): the first
+// two cases then gave other log-probabilities (and, with other prompts, other greedy tokens);
+// without patch 0004 the cached prefix did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/llama/llama_engine.h"
@@ -81,6 +87,8 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
                   "the old stone hut stands, and we stopped there for bread, cheese and hot tea.");
   }
 
+  bool Dense() const { return !engine_->model_info().memory.state_checkpoints; }
+
   std::vector<TokenId> PromptOf(const std::string& text) {
     auto tokens = engine_->Tokenize(text, true, false);
     EXPECT_TRUE(tokens.has_value());
@@ -99,13 +107,15 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
     return s;
   }
 
-  // One decode call: every sequence's prompt (prefill) or its next token, in sequence order.
-  void Decode(const std::vector<Sequence*>& seqs, bool prefill) {
+  // One decode call: every sequence's prompt from `from` on (prefill, a prompt call) or its
+  // next token, in sequence order.
+  void Decode(const std::vector<Sequence*>& seqs, bool prefill, size_t from = 0) {
     std::vector<DecodeItem> items;
     for (Sequence* s : seqs) {
       if (prefill) {
-        for (size_t i = 0; i < s->prompt.size(); ++i) {
-          items.push_back({s->id, static_cast<int32_t>(i), s->prompt[i], i + 1 == s->prompt.size()});
+        for (size_t i = from; i < s->prompt.size(); ++i) {
+          items.push_back({s->id, static_cast<int32_t>(i), s->prompt[i], i + 1 == s->prompt.size(),
+                           static_cast<int32_t>(s->prompt.size())});
         }
       } else {
         items.push_back({s->id, s->held, s->next, true});
@@ -178,8 +188,33 @@ TEST_P(BatchInvariance, ASequenceAfterCellsFreedBeforeItsOwnGivesItsAnswerAlone)
   ExpectSame(s->trace, alone, "sequence 0");
 }
 
+// A 100-token prompt prefilled cold takes the tiled kernel (64 rows or more). After a cached
+// prefix (another 100-token prompt's first 50 tokens, or this prompt's first 99) the rest is a
+// shorter call, which by default took the row-by-row kernel and gave other logits: a greedy
+// token could change with what the cache held. A prompt call takes the cold kernel instead.
+TEST_P(BatchInvariance, APromptAfterACachedPrefixGivesItsColdPrefillsBits) {
+  if (!Dense()) GTEST_SKIP() << "a hybrid reuses a prefix only at its prefill cuts (prefill_cuts_test)";
+  std::vector<TokenId> prompt = a_;
+  prompt.insert(prompt.end(), b_.begin(), b_.end());
+  prompt.insert(prompt.end(), a_.begin(), a_.begin() + 20);  // 100 tokens
+  std::vector<TokenId> other = prompt;                       // the same first 50, then other text
+  std::copy(b_.begin(), b_.begin() + 40, other.begin() + 50);
+  const Trace cold = Alone(prompt);
+  for (const auto& [earlier, cached] : {std::pair{other, size_t{50}}, std::pair{prompt, size_t{99}}}) {
+    ClearAll();
+    auto before = NewSequence(0, earlier);
+    Decode({before.get()}, true);
+    ASSERT_TRUE(engine_->TruncateSequence(0, static_cast<int32_t>(cached)).ok());
+    auto s = NewSequence(0, prompt);
+    Decode({s.get()}, true, cached);
+    Generate({s.get()});
+    ExpectSame(s->trace, cold, std::to_string(cached) + " tokens cached");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
-                         ::testing::Values(Case{"DenseContextPerSequence", TinyModelPath, 512},
+                         ::testing::Values(Case{"DenseAutomatic", TinyModelPath, 0},
+                                           Case{"DenseContextPerSequence", TinyModelPath, 512},
                                            Case{"HybridAutomatic", Qwen35TinyPath, 0}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 

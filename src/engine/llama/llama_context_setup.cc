@@ -30,9 +30,20 @@ int ComputeThreads(const EngineConfig& config) {
   return config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+bool PoolAsStreams(const EngineConfig& config) {
+  return config.pool_tokens > 0 && (config.gpu_layers == 0 || (config.devices.empty() && config.rpc_servers.empty()));
+}
+
 llama_context_params SequenceContextParams(const EngineConfig& config) {
   llama_context_params cp = llama_context_default_params();
-  if (config.pool_tokens > 0) {
+  if (PoolAsStreams(config)) {
+    // Each sequence may use the whole pool, in a stream of its own: ggml's CPU flash attention
+    // computes a sequence's rows the same only there (docs/architecture.md, "One KV pool").
+    // The address space is the pool times the sequences, mapped without swap accounting
+    // (llama.cpp patch 0005); the engine holds the cells in use to the pool.
+    cp.n_ctx = static_cast<uint32_t>(config.pool_tokens) * static_cast<uint32_t>(config.sequences);
+    cp.kv_unified = false;
+  } else if (config.pool_tokens > 0) {
     // One pool of cells that every sequence draws on (ResolveContext).
     cp.n_ctx = static_cast<uint32_t>(config.pool_tokens);
     cp.kv_unified = true;

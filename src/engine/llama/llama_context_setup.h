@@ -21,8 +21,15 @@ Result<llama_flash_attn_type> FlashAttnType(const std::string& name);
 // config.threads, or one per online CPU when 0.
 int ComputeThreads(const EngineConfig& config);
 
-// A context of context_tokens per sequence (separate KV streams), batch_tokens per decode,
-// the compute threads, one output per sequence a step; the caller adds what is its own.
+// Whether a pool (pool_tokens) is a KV stream per sequence, each as large as the pool, with
+// the pool's total enforced by the engine: where the cache stays in host memory, whose pages
+// are committed only as they are written. On a device the cache is one shared pool
+// (llama.cpp's kv_unified), whose arithmetic depends on where a sequence's cells lie.
+bool PoolAsStreams(const EngineConfig& config);
+
+// A context of context_tokens per sequence (separate KV streams), or a pool (as above),
+// batch_tokens per decode, the compute threads, one output per sequence a step; the caller
+// adds what is its own.
 llama_context_params SequenceContextParams(const EngineConfig& config);
 
 }  // namespace llmd::engine

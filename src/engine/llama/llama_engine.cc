@@ -18,6 +18,7 @@
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/context_size.h"
+#include "engine/prompt_kernels.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_context_setup.h"
 #include "engine/llama/llama_devices.h"
@@ -146,6 +147,7 @@ class LlamaEngine final : public Engine {
       return InvalidArgumentError("a decode step asked for " + std::to_string(outputs) + " outputs; at most " +
                                   std::to_string(max_outputs_) + " are reserved");
     }
+    LLMD_RETURN_IF_ERROR(CheckPoolRoom(items));
     for (const auto& d : items) {
       if (d.sequence >= 0 && static_cast<size_t>(d.sequence) < written_.size()) {
         written_[d.sequence] = std::max(written_[d.sequence], d.position + 1);
@@ -160,7 +162,9 @@ class LlamaEngine final : public Engine {
       batch.logits[i] = items[i].logits;
     }
     batch.n_tokens = static_cast<int32_t>(items.size());
+    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), FlashAttnRows(items));
     int32_t rc = llama_decode(ctx_.get(), batch);
+    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), GGML_FA_ROWS_STOCK);
     llama_batch_free(batch);
     // 1: no room in the KV cache for the batch (llama.h); it changed nothing.
     if (rc == 1) return ResourceExhaustedError("no room in the KV cache for a batch of " + std::to_string(items.size()) + " tokens");
@@ -244,9 +248,28 @@ class LlamaEngine final : public Engine {
     LLMD_RETURN_IF_ERROR(RequireLoaded());
     if (src == dst || !ctx_) return Status::Ok();  // released: both are empty
     llama_memory_t mem = llama_get_memory(ctx_.get());
-    // Separate KV streams per sequence copy whole buffers only (llama-kv-cache.cpp seq_cp).
     if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
-    llama_memory_seq_cp(mem, src, dst, -1, -1);
+    if (!StreamPerSequence()) {
+      llama_memory_seq_cp(mem, src, dst, -1, -1);  // one shared cache: the cells are shared
+    } else {
+      // Streams of their own: llama.cpp's seq_cp copies the whole stream, every cell of it
+      // (which would commit all its pages); the per-sequence state holds the cells in use.
+      const size_t size = llama_state_seq_get_size_ext(ctx_.get(), src, 0);
+      std::string state(size, '\0');
+      const size_t got = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
+      if (got == 0 || got > size) return InternalError("could not copy sequence " + std::to_string(src));
+      size_t put = 0;
+      try {
+        put = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data()), got, dst, 0);
+      } catch (const std::exception&) {
+        put = 0;  // as a cache with no room
+      }
+      if (put == 0 || HeldCells() > PoolCells()) {
+        llama_memory_seq_rm(mem, dst, -1, -1);
+        return ResourceExhaustedError("no room in the KV pool to copy sequence " + std::to_string(src));
+      }
+      written_[dst] = std::max(written_[dst], llama_memory_seq_pos_max(mem, dst) + 1);
+    }
     if (drafter_) drafter_->CopyTarget(src, dst);
     return Status::Ok();
   }
@@ -277,11 +300,13 @@ class LlamaEngine final : public Engine {
     } catch (const std::exception& e) {
       return InternalError(std::string("could not unpark a sequence: ") + e.what());
     }
-    if (read == 0) {
-      // llama.cpp leaves the sequence empty; the likely cause is a cache with no room for it.
-      llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, -1, -1);
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    if (read == 0 || HeldCells() > PoolCells()) {
+      // llama.cpp leaves the sequence empty where the cache had no room; the pool may not.
+      llama_memory_seq_rm(mem, sequence, -1, -1);
       return ResourceExhaustedError("no room in the KV cache to unpark sequence " + std::to_string(sequence));
     }
+    written_[sequence] = std::max(written_[sequence], llama_memory_seq_pos_max(mem, sequence) + 1);
     return Status::Ok();
   }
 
@@ -407,6 +432,60 @@ class LlamaEngine final : public Engine {
     return ctx_ ? Status::Ok() : CreateContext();
   }
   Status CreateContext();
+  // Each sequence has a KV stream of its own: a cache per sequence, or a pool of streams.
+  bool StreamPerSequence() const { return config_.pool_tokens == 0 || PoolAsStreams(config_); }
+  // The cells the sequences may hold together: the pool, else every stream's.
+  int64_t PoolCells() const {
+    return PoolAsStreams(config_) ? config_.pool_tokens : static_cast<int64_t>(llama_n_ctx(ctx_.get()));
+  }
+  // The cells the sequences hold: a sequence's positions run from 0 (llmd cuts only ends).
+  int64_t HeldCells() const {
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    int64_t held = 0;
+    for (int32_t s = 0; s < config_.sequences; ++s) held += llama_memory_seq_pos_max(mem, s) + 1;
+    return held;
+  }
+  // A pool of streams holds the pool's total itself: a call that would hold more is refused
+  // as llama.cpp refuses a call its cache has no room for, changing nothing.
+  Status CheckPoolRoom(const std::vector<DecodeItem>& items) const {
+    if (!PoolAsStreams(config_)) return Status::Ok();
+    llama_memory_t mem = llama_get_memory(ctx_.get());
+    std::vector<int64_t> end(static_cast<size_t>(config_.sequences), -1);
+    int64_t held = HeldCells(), more = 0;
+    for (const DecodeItem& d : items) {
+      if (d.sequence < 0 || d.sequence >= config_.sequences) continue;  // llama.cpp refuses it
+      int64_t& e = end[static_cast<size_t>(d.sequence)];
+      if (e < 0) e = llama_memory_seq_pos_max(mem, d.sequence) + 1;
+      if (d.position + 1 > e) {
+        more += d.position + 1 - e;
+        e = d.position + 1;
+      }
+    }
+    if (held + more <= config_.pool_tokens) return Status::Ok();
+    return ResourceExhaustedError("no room in the KV pool: " + std::to_string(held) + " of " +
+                                  std::to_string(config_.pool_tokens) + " tokens held, " + std::to_string(more) +
+                                  " more asked");
+  }
+
+  // The flash attention kernel for a call's rows (engine/prompt_kernels.h, llama.cpp patch
+  // 0004): a prompt call's tokens take the kernel their cold prefill computes them with, so a
+  // prompt after a cached prefix gives the cold bits (and a cold prefill llama.cpp's own).
+  // Generation steps, a call mixing kinds, and a hybrid model's calls (ShapeStableCalls gives
+  // them their cold shapes already) keep ggml's own choice.
+  ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items) const {
+    if (info_.memory.prompt_call_tokens == 0) return GGML_FA_ROWS_STOCK;
+    std::optional<PromptKernel> kind;
+    for (const DecodeItem& d : items) {
+      if (d.prompt_tokens <= 0) return GGML_FA_ROWS_STOCK;
+      const PromptKernel k = ColdKernel(d.position, d.prompt_tokens, info_.memory.prompt_call_tokens);
+      if (kind.has_value() && *kind != k) return GGML_FA_ROWS_STOCK;
+      kind = k;
+    }
+    if (kind == PromptKernel::kTiled) return GGML_FA_ROWS_TILED;
+    if (kind == PromptKernel::kRowByRow) return GGML_FA_ROWS_ROW_BY_ROW;
+    return GGML_FA_ROWS_STOCK;  // one row: ggml's choice, as cold
+  }
+
   // ggml pins its worker threads, and only the thread that created the pool among the others;
   // the thread that drives decoding (the scheduler's) is pinned here, once.
   void PinCallingThread() {
@@ -618,17 +697,18 @@ MemoryUse LlamaEngine::memory_use() const {
   // written whole by a sequence's first token, so a hybrid cache counts whole once used.
   uint64_t written = 0;
   for (int32_t w : written_) written += static_cast<uint64_t>(w);
-  // A pool's cells are taken from its start (llama.cpp's slot search goes back to the first
-  // free cell), so the positions written bound its committed pages too (high where
+  // A shared pool's cells are taken from its start (llama.cpp's slot search goes back to the
+  // first free cell), so the positions written bound its committed pages too (high where
   // sequences share a prefix's cells).
-  const uint64_t cells = config_.pool_tokens > 0 ? static_cast<uint64_t>(config_.pool_tokens)
-                                                 : static_cast<uint64_t>(config_.context_tokens) * written_.size();
+  const auto cells = static_cast<uint64_t>(llama_n_ctx(ctx_.get()));  // every stream's
   if (info_.memory.state_checkpoints) {
     use.kv.resident = written > 0 ? use.kv.reserved : 0;
   } else if (cells > 0) {
     use.kv.resident = static_cast<uint64_t>(static_cast<double>(use.kv.reserved) *
                                             std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
   }
+  // A pool of streams reserves address space for every sequence; the pool is what it holds.
+  if (PoolAsStreams(config_)) use.kv.reserved = use.kv.reserved / cells * static_cast<uint64_t>(config_.pool_tokens);
   return use;
 }
 
@@ -640,7 +720,9 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   info_.file_bytes = file.file_bytes;
   info_.parameters = llama_model_n_params(model_.get());
   info_.context_tokens = static_cast<int32_t>(llama_n_ctx_seq(ctx_.get()));
-  info_.pool_tokens = config_.pool_tokens > 0 ? static_cast<int32_t>(llama_n_ctx(ctx_.get())) : 0;
+  info_.pool_tokens = config_.pool_tokens == 0  ? 0
+                      : PoolAsStreams(config_) ? config_.pool_tokens
+                                               : static_cast<int32_t>(llama_n_ctx(ctx_.get()));
   info_.trained_context = static_cast<int32_t>(llama_model_n_ctx_train(model_.get()));
   info_.sequences = config_.sequences;
   info_.vocab_size = llama_vocab_n_tokens(vocab_);
@@ -662,6 +744,10 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   info_.memory.state_checkpoints = recurrent;
   info_.memory.decode_shape_tokens = recurrent ? static_cast<int32_t>(llama_n_ubatch(ctx_.get())) : 0;
   info_.memory.sequence_copy = true;
+  // A dense model's prompt tokens take the kernels of their cold prefill (FlashAttnRows); a
+  // hybrid's calls have their cold shapes already (decode_shape_tokens).
+  info_.memory.prompt_call_tokens = recurrent ? 0 : static_cast<int32_t>(llama_n_ubatch(ctx_.get()));
+  info_.memory.prompt_calls_apart = !recurrent && StreamPerSequence();
   info_.has_chat_template = chat_template_->from_model();
   info_.placement = MeasurePlacement(ctx_.get(), placement.plan);
   info_.placement_plan = placement.plan.Describe();
@@ -672,6 +758,8 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   for (const auto& d : info_.placement) allocated += d.context_bytes;
   info_.kv_cache_bytes =
       allocated > 0 ? allocated : KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
+  // A pool of streams reserves address space for every sequence; the pool is what it holds.
+  if (PoolAsStreams(config_)) info_.kv_cache_bytes = info_.kv_cache_bytes / llama_n_ctx(ctx_.get()) * config_.pool_tokens;
   // The main device: the first that holds layers, else the CPU.
   std::string main = "CPU";
   for (size_t i = 1; i < placement.plan.parts.size() && main == "CPU"; ++i) {
