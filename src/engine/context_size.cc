@@ -5,6 +5,10 @@
 
 namespace llmd::engine {
 
+bool KvInHostMemory(const EngineConfig& config) {
+  return config.gpu_layers == 0 || (config.devices.empty() && config.rpc_servers.empty());
+}
+
 uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_value) {
   const uint32_t trunk = gguf.block_count - std::min(gguf.nextn_layers, gguf.block_count);
   uint32_t attention_layers = 0;
@@ -34,15 +38,14 @@ EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummar
     // Whole 256-cell blocks, as llama.cpp pads its cache.
     cells = std::min<int64_t>(cells, std::max<int64_t>(std::min(kMinAutoContext, trained), fits / 256 * 256));
   }
-  if (gguf.ssm_inner_size > 0) {
-    // A hybrid model (recurrent state + attention) keeps a cache per sequence, the pool's cells
-    // split between them: its answers are promised the same whatever else runs (prefill cuts,
-    // ShapeStableCalls), and ggml's CPU flash attention computes a sequence's rows the same
-    // only in a stream of its own. In one pool (kv_unified) a micro-batch's rows are one
-    // matrix, and the kernel changes with the others' rows (under 64 rows row by row, with an
-    // f16 accumulator; from 64 in 64-cell tiles of the pool) and with where the sequence's
-    // cells lie (the tile edges; a new token in a cell freed before its others is added out of
-    // position order). Measured: batch_invariance_test; same_answer_test failed with a pool.
+  if (gguf.ssm_inner_size > 0 && !KvInHostMemory(config)) {
+    // A hybrid model (recurrent state + attention) whose cache lives on a device keeps a cache
+    // per sequence, the pool's cells split between them: its answers are promised the same
+    // whatever else runs (prefill cuts, ShapeStableCalls), and flash attention computes a
+    // sequence's rows the same only in a stream of its own. In one shared cache (kv_unified)
+    // a micro-batch's rows are one matrix, and the kernel changes with the others' rows and
+    // with where the sequence's cells lie. In host memory the pool is a stream per sequence
+    // instead (PoolAsStreams). Measured: batch_invariance_test.
     out.context_tokens = static_cast<int32_t>(std::max<int64_t>(
         std::min(kMinAutoContext, trained), cells / std::max<int32_t>(1, config.sequences) / 256 * 256));
     out.pool_tokens = 0;

@@ -22,6 +22,12 @@ inline constexpr int32_t kMinAutoContext = 4096;   // llama.cpp's fit_params_min
 inline constexpr int32_t kFallbackContext = 4096;  // a file that names no trained context
 inline constexpr int32_t kAutoEmbeddingContext = 8192;
 
+// Whether the KV cache stays in host memory, whose pages are committed only as they are
+// written: no layers offloaded to a GPU or RPC device. A pool there is a KV stream per
+// sequence, each as large as the pool, its total held by the engine
+// (engine/llama/llama_context_setup.h, PoolAsStreams); on a device one shared cache.
+bool KvInHostMemory(const EngineConfig& config);
+
 // The KV cache's bytes per token over every attention layer of the trunk.
 uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_value);
 
@@ -29,6 +35,8 @@ uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_va
 // pool_tokens (the shared pool's cells; 0: a stream per sequence). A config that already
 // names context_tokens comes back as it is. Embedding models get a stream per sequence of
 // at most kAutoEmbeddingContext (each input is one decode call; there is nothing to share).
+// A hybrid model whose cache lives on a device gets the pool's cells split into a cache per
+// sequence instead (one shared cache would change its answers with its neighbours).
 EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummary& gguf,
                             double kv_bytes_per_value);
 

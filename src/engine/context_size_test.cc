@@ -67,15 +67,22 @@ TEST(ContextSize, ASmallTrainedContextOrNoneAtAll) {
   EXPECT_EQ(ResolveContext(EngineConfig{}, g, 2.0).pool_tokens, kFallbackContext);
 }
 
-TEST(ContextSize, HybridModelsSplitTheCellsIntoACachePerSequence) {
+TEST(ContextSize, HybridModelsGetThePoolInHostMemoryAndACachePerSequenceOnADevice) {
   format::GgufSummary g = Dense();
   g.ssm_inner_size = 128;
   g.full_attention_interval = 4;
   EngineConfig c;
   c.sequences = 4;
-  const EngineConfig r = ResolveContext(c, g, 2.0);
-  EXPECT_EQ(r.pool_tokens, 0);
-  EXPECT_EQ(r.context_tokens, 40960 / 4);
+  const EngineConfig host = ResolveContext(c, g, 2.0);
+  EXPECT_EQ(host.pool_tokens, 40960);
+  EXPECT_EQ(host.context_tokens, 40960) << "one request may use the whole pool";
+  c.gpu_layers = -1;
+  c.devices = {"CUDA0"};
+  const EngineConfig device = ResolveContext(c, g, 2.0);
+  EXPECT_EQ(device.pool_tokens, 0);
+  EXPECT_EQ(device.context_tokens, 40960 / 4);
+  EXPECT_FALSE(KvInHostMemory(device));
+  EXPECT_TRUE(KvInHostMemory(host));
 }
 
 TEST(ContextSize, EmbeddingModelsGetAStreamOfTheirOwn) {

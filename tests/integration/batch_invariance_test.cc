@@ -1,7 +1,7 @@
 // A sequence's logits are the same bits however the work around it was arranged, with the real
 // llama.cpp engine on the tiny dense model (the default pool, which is a KV stream per
 // sequence as large as the pool; and a cache per sequence, `--context N`) and the tiny hybrid
-// (Gated DeltaNet + attention, the context the engine sizes by itself, a cache per sequence):
+// (Gated DeltaNet + attention, the default pool too):
 // - its prompt prefilled alone or in one call beside another prompt of the same length (a
 //   call as sched::ShapeStableCalls builds it);
 // - with or without another sequence's cells freed before its own;
@@ -79,6 +79,10 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
     engine_ = engine::NewLlamaEngine();
     const Status st = engine_->Load(config);
     ASSERT_TRUE(st.ok()) << st.ToString();
+    if (config.context_tokens == 0) {
+      ASSERT_GT(engine_->model_info().pool_tokens, 0) << "the automatic context is one pool";
+      ASSERT_EQ(engine_->model_info().context_tokens, engine_->model_info().pool_tokens);
+    }
     a_ = PromptOf("The library opens at nine on weekdays and at ten on Sundays, because the staff spend "
                   "Sunday mornings sorting the returns of the week, mending torn covers, shelving the new "
                   "arrivals and answering the letters that readers leave in the box by the door.");

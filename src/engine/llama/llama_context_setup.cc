@@ -4,6 +4,8 @@
 #include <thread>
 #include <utility>
 
+#include "engine/context_size.h"
+
 namespace llmd::engine {
 
 Result<ggml_type> KvCacheType(const std::string& name) {
@@ -30,9 +32,7 @@ int ComputeThreads(const EngineConfig& config) {
   return config.threads > 0 ? config.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-bool PoolAsStreams(const EngineConfig& config) {
-  return config.pool_tokens > 0 && (config.gpu_layers == 0 || (config.devices.empty() && config.rpc_servers.empty()));
-}
+bool PoolAsStreams(const EngineConfig& config) { return config.pool_tokens > 0 && KvInHostMemory(config); }
 
 llama_context_params SequenceContextParams(const EngineConfig& config) {
   llama_context_params cp = llama_context_default_params();

@@ -518,6 +518,7 @@ class LlamaEngine final : public Engine {
   std::unique_ptr<LlamaDrafter> drafter_;  // speculative decoding on; null when off
   uint32_t max_outputs_ = 0;  // outputs one decode step may ask for (the context reserves them)
   std::vector<int32_t> written_;  // per sequence: the positions written since the context was made
+  uint64_t attention_bytes_per_cell_ = 0;  // the KV cache's bytes per cell (all attention layers)
   uint64_t context_bytes_ = 0, compute_bytes_ = 0;  // what the context allocated, all devices
   mutable std::optional<Clock::time_point> weights_checked_;  // when mapped_resident_ was read
   mutable uint64_t mapped_resident_ = 0;                      // of a memory-mapped model file
@@ -690,25 +691,27 @@ MemoryUse LlamaEngine::memory_use() const {
   }
   use.working_memory = ctx_ != nullptr;
   if (!ctx_) return use;
-  use.kv.reserved = context_bytes_ + (drafter_ ? drafter_->context_bytes() : 0);
   use.compute.reserved = use.compute.resident = compute_bytes_;  // counted whole while it exists
   // KV pages are committed as tokens are written (patches/llama.cpp/0001), a sequence's cells
   // from its start: the cells written so far are what is resident. A recurrent state is
-  // written whole by a sequence's first token, so a hybrid cache counts whole once used.
+  // written whole by a sequence's first token. A shared pool's cells are taken from its start
+  // (llama.cpp's slot search goes back to the first free cell), so the positions written bound
+  // its committed pages too.
   uint64_t written = 0;
   for (int32_t w : written_) written += static_cast<uint64_t>(w);
-  // A shared pool's cells are taken from its start (llama.cpp's slot search goes back to the
-  // first free cell), so the positions written bound its committed pages too (high where
-  // sequences share a prefix's cells).
-  const auto cells = static_cast<uint64_t>(llama_n_ctx(ctx_.get()));  // every stream's
-  if (info_.memory.state_checkpoints) {
-    use.kv.resident = written > 0 ? use.kv.reserved : 0;
-  } else if (cells > 0) {
-    use.kv.resident = static_cast<uint64_t>(static_cast<double>(use.kv.reserved) *
-                                            std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
-  }
+  const auto cells = std::max<uint64_t>(1, llama_n_ctx(ctx_.get()));  // every stream's
+  const uint64_t attention = std::min<uint64_t>(context_bytes_, attention_bytes_per_cell_ * cells);
+  const uint64_t states = context_bytes_ - attention;  // recurrent states: none on a dense model
   // A pool of streams reserves address space for every sequence; the pool is what it holds.
-  if (PoolAsStreams(config_)) use.kv.reserved = use.kv.reserved / cells * static_cast<uint64_t>(config_.pool_tokens);
+  use.kv.reserved = states + (PoolAsStreams(config_) ? attention / cells * static_cast<uint64_t>(config_.pool_tokens)
+                                                     : attention);
+  use.kv.resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written);
+  if (drafter_) {
+    const uint64_t draft = drafter_->context_bytes();
+    use.kv.reserved += draft;
+    use.kv.resident += static_cast<uint64_t>(static_cast<double>(draft) *
+                                             std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
+  }
   return use;
 }
 
@@ -758,8 +761,15 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   for (const auto& d : info_.placement) allocated += d.context_bytes;
   info_.kv_cache_bytes =
       allocated > 0 ? allocated : KvCacheBytes(model_.get(), file.gguf.architecture, kv_type, llama_n_ctx(ctx_.get()));
-  // A pool of streams reserves address space for every sequence; the pool is what it holds.
-  if (PoolAsStreams(config_)) info_.kv_cache_bytes = info_.kv_cache_bytes / llama_n_ctx(ctx_.get()) * config_.pool_tokens;
+  attention_bytes_per_cell_ =
+      KvBytesPerToken(file.gguf, static_cast<double>(ggml_type_size(kv_type)) / ggml_blck_size(kv_type));
+  if (PoolAsStreams(config_)) {
+    // A pool of streams reserves address space for every sequence; the pool is what it holds
+    // (a hybrid's recurrent states are one per sequence either way).
+    const auto cells = static_cast<uint64_t>(llama_n_ctx(ctx_.get()));
+    const uint64_t attention = std::min<uint64_t>(info_.kv_cache_bytes, attention_bytes_per_cell_ * cells);
+    info_.kv_cache_bytes -= attention - attention / cells * static_cast<uint64_t>(config_.pool_tokens);
+  }
   // The main device: the first that holds layers, else the CPU.
   std::string main = "CPU";
   for (size_t i = 1; i < placement.plan.parts.size() && main == "CPU"; ++i) {
