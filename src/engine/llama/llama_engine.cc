@@ -707,8 +707,9 @@ MemoryUse LlamaEngine::memory_use() const {
                                                      : attention);
   use.kv.resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written);
   if (drafter_) {
+    // The draft model's context is made for the same sequences (SequenceContextParams).
     const uint64_t draft = drafter_->context_bytes();
-    use.kv.reserved += draft;
+    use.kv.reserved += PoolAsStreams(config_) ? draft / cells * static_cast<uint64_t>(config_.pool_tokens) : draft;
     use.kv.resident += static_cast<uint64_t>(static_cast<double>(draft) *
                                              std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
   }
