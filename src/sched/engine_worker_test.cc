@@ -139,23 +139,32 @@ TEST(EngineWorker, WithoutSequenceCopiesARequestLandsOnTheSlotHoldingItsPrefix) 
   EXPECT_EQ(done->tokens, Solo(Chat(system, "second question, longer", 8), no_copies));
 }
 
-TEST(EngineWorker, ALongPromptIsPrefilledInChunksBesideARunningDecode) {
-  const std::string long_prompt(50, 'x');
-  Rig rig({}, TestOptions(/*batch_tokens=*/8));
+// A 50-token prompt submitted while another job generates 40 tokens, 8 tokens a step: both
+// give their solo tokens; `batches` gets the engine's calls and `b` the prompt's stats.
+std::string LongPrompt() { return std::string(50, 'x'); }
+void LongPromptBesideARunningDecode(const FakeEngineOptions& options, Batches* batches, engine::Completion* b) {
+  Rig rig(options, TestOptions(/*batch_tokens=*/8));
   rig.fake->HoldDecodes();
   auto running = rig.Submit(Raw("go", 40));
   ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-  auto prefilling = rig.Submit(Raw(long_prompt, 4));
+  auto prefilling = rig.Submit(Raw(LongPrompt(), 4));
   rig.Release();
+  auto done_a = Await(*running);
+  auto done_b = Await(*prefilling);
+  ASSERT_TRUE(done_a.has_value()) << done_a.error().ToString();
+  ASSERT_TRUE(done_b.has_value()) << done_b.error().ToString();
+  EXPECT_EQ(done_a->tokens, Solo(Raw("go", 40)));
+  EXPECT_EQ(done_b->tokens, Solo(Raw(LongPrompt(), 4)));
+  *batches = rig.fake->batches();
+  *b = std::move(*done_b);
+}
 
-  auto a = Await(*running);
-  auto b = Await(*prefilling);
-  ASSERT_TRUE(a.has_value()) << a.error().ToString();
-  ASSERT_TRUE(b.has_value()) << b.error().ToString();
-  EXPECT_EQ(a->tokens, Solo(Raw("go", 40)));
-  EXPECT_EQ(b->tokens, Solo(Raw(long_prompt, 4)));
-
-  const Batches batches = rig.fake->batches();
+TEST(EngineWorker, ALongPromptIsPrefilledInChunksBesideARunningDecode) {
+  const std::string long_prompt = LongPrompt();
+  Batches batches;
+  engine::Completion b;
+  LongPromptBesideARunningDecode({}, &batches, &b);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   const int32_t seq_a = SequenceOf(batches, FakeEngine::Bytes("go"));
   const int32_t seq_b = SequenceOf(batches, FakeEngine::Bytes(long_prompt));
   ASSERT_GE(seq_a, 0);
@@ -172,25 +181,16 @@ TEST(EngineWorker, ALongPromptIsPrefilledInChunksBesideARunningDecode) {
     EXPECT_EQ(ItemsOf(batch, seq_a), 1u) << "the running job gets exactly one token in every prefill step";
   }
   EXPECT_GE(prefill_steps, long_prompt.size() / 7);  // 7 prompt tokens beside 1 decode token
-  EXPECT_EQ(b->stats.first_token_step - b->stats.prefill_step + 1, prefill_steps);
+  EXPECT_EQ(b.stats.first_token_step - b.stats.prefill_step + 1, prefill_steps);
 }
 
 TEST(EngineWorker, WherePromptCallsAreApartEachIsOneSequencesPromptWithinOnePiece) {
-  const std::string long_prompt(50, 'x');
-  Rig rig({.prompt_call_tokens = 16, .prompt_calls_apart = true}, TestOptions(/*batch_tokens=*/8));
-  rig.fake->HoldDecodes();
-  auto running = rig.Submit(Raw("go", 40));
-  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-  auto prefilling = rig.Submit(Raw(long_prompt, 4));
-  rig.Release();
-  auto a = Await(*running);
-  auto b = Await(*prefilling);
-  ASSERT_TRUE(a.has_value()) << a.error().ToString();
-  ASSERT_TRUE(b.has_value()) << b.error().ToString();
-  EXPECT_EQ(a->tokens, Solo(Raw("go", 40)));
-  EXPECT_EQ(b->tokens, Solo(Raw(long_prompt, 4)));
+  Batches batches;
+  engine::Completion b;
+  LongPromptBesideARunningDecode({.prompt_call_tokens = 16, .prompt_calls_apart = true}, &batches, &b);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   size_t prompt_calls = 0, generation_calls = 0;
-  for (const auto& batch : rig.fake->batches()) {
+  for (const auto& batch : batches) {
     const auto prompt = std::count_if(batch.begin(), batch.end(), [](const DecodeItem& i) { return i.prompt_tokens > 0; });
     EXPECT_TRUE(prompt == 0 || prompt == static_cast<ptrdiff_t>(batch.size())) << "a call mixes prompt and generated tokens";
     if (prompt == 0) {
@@ -201,8 +201,8 @@ TEST(EngineWorker, WherePromptCallsAreApartEachIsOneSequencesPromptWithinOnePiec
     EXPECT_EQ(batch.front().sequence, batch.back().sequence);
     EXPECT_EQ(batch.front().position / 16, batch.back().position / 16) << "a prompt call crosses a 16-token piece";
   }
-  EXPECT_GE(prompt_calls, long_prompt.size() / 7);  // 7 prompt tokens a step beside the running job's token
-  EXPECT_GE(generation_calls, a->tokens.size() - 1);  // the first token comes from the prompt call
+  EXPECT_GE(prompt_calls, LongPrompt().size() / 7);  // 7 prompt tokens a step beside the running job's token
+  EXPECT_GE(generation_calls, 39u);  // the running job's 40 tokens, its first from its prompt call
 }
 
 TEST(EngineWorker, JobsOfABurstAfterABusyPeriodStartTheirPrefillInTheSameStep) {
@@ -499,23 +499,25 @@ TEST_P(EitherMemory, WaitingJobsStillShareThePrefixWhenTheJobTheyWaitForIsCancel
   EXPECT_EQ(rig.fake->refused_operations(), 0);
 }
 
+// A greedy chat of 6 tokens.
+Job GreedyConversation(std::vector<chat::Message> messages) {
+  Job job;
+  job.prompt = Conversation{std::move(messages), {}};
+  job.options.max_tokens = 6;
+  job.options.sampling = engine::SamplingParams::Greedy();
+  return job;
+}
+
 TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
   const FakeEngineOptions engine_options{.memory = GetParam()};
   const std::vector<chat::Message> first = {{"system", "Be brief."}, {"user", "Name a colour."}};
-  auto conversation = [](std::vector<chat::Message> messages) {
-    Job job;
-    job.prompt = Conversation{std::move(messages), {}};
-    job.options.max_tokens = 6;
-    job.options.sampling = engine::SamplingParams::Greedy();
-    return job;
-  };
   Rig rig(engine_options);
-  auto reply = rig.Run(conversation(first));
+  auto reply = rig.Run(GreedyConversation(first));
   ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
   std::vector<chat::Message> second = first;
   second.push_back({"assistant", reply->text});
   second.push_back({"user", "Another one."});
-  auto done = rig.Run(conversation(second));
+  auto done = rig.Run(GreedyConversation(second));
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
   // Attention: all but the reply's last token, which was sampled but never fed back.
   // Recurrent: the first prompt's generation prompt, from the checkpoint at its start: the
@@ -525,7 +527,7 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
   EXPECT_EQ(done->stats.cached_tokens, static_cast<int32_t>(GetParam() == FakeMemory::kAttention
                                                                  ? first_prompt + reply->tokens.size() - 1
                                                                  : reply_start));
-  EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
+  EXPECT_EQ(done->tokens, Solo(GreedyConversation(second), engine_options));
   EXPECT_EQ(rig.fake->refused_operations(), 0);
 }
 
@@ -535,22 +537,15 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
 // cold prefill computes them with the same kernels (engine/prompt_kernels.h).
 TEST(EngineWorker, WherePromptRowsFollowTheirColdKernelsAReplyIsPrefilledAgain) {
   const std::vector<chat::Message> first = {{"system", "Be brief."}, {"user", "Name a colour."}};
-  auto conversation = [](std::vector<chat::Message> messages) {
-    Job job;
-    job.prompt = Conversation{std::move(messages), {}};
-    job.options.max_tokens = 6;
-    job.options.sampling = engine::SamplingParams::Greedy();
-    return job;
-  };
   for (const int32_t piece : {16, 512}) {
     const FakeEngineOptions engine_options{.prompt_call_tokens = piece};
     Rig rig(engine_options);
-    auto reply = rig.Run(conversation(first));
+    auto reply = rig.Run(GreedyConversation(first));
     ASSERT_TRUE(reply.has_value()) << reply.error().ToString();
     std::vector<chat::Message> second = first;
     second.push_back({"assistant", reply->text});
     second.push_back({"user", "Another one, and say why you chose it in a full sentence."});
-    auto done = rig.Run(conversation(second));
+    auto done = rig.Run(GreedyConversation(second));
     ASSERT_TRUE(done.has_value()) << done.error().ToString();
     const size_t first_prompt = FakeEngine().ConversationPrompt(first, {}, true).value().prompt.size();
     const size_t second_prompt = FakeEngine().ConversationPrompt(second, {}, true).value().prompt.size();
@@ -561,7 +556,7 @@ TEST(EngineWorker, WherePromptRowsFollowTheirColdKernelsAReplyIsPrefilledAgain) 
     if (piece == 16) {
       EXPECT_GT(done->stats.cached_tokens, 0) << "whole 16-token pieces are alike";
     }
-    EXPECT_EQ(done->tokens, Solo(conversation(second), engine_options));
+    EXPECT_EQ(done->tokens, Solo(GreedyConversation(second), engine_options));
   }
 }
 
