@@ -177,6 +177,7 @@ void EngineWorker::WaitForSharedPrefix(Slot& slot) {
     if (o->paused || o->job.request_class > slot.job.request_class) continue;
     size_t shared = std::min(CommonPrefix(o->prompt, slot.prompt), slot.prompt.size() - 1);
     if (ShapeMatters()) shared = LastCommonCut(slot.cuts, o->cuts, shared);
+    shared = AlikePrefix(o->prompt.size(), slot.prompt.size(), shared);  // what it could reuse
     if (shared < slot.prefilled + options_.min_shared_prefix || o->prefilled >= shared) continue;
     if (shared > until) {
       source = o.get();
