@@ -18,13 +18,13 @@
 #include "common/process_memory.h"
 #include "common/utf8.h"
 #include "engine/context_size.h"
-#include "engine/prompt_kernels.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_context_setup.h"
 #include "engine/llama/llama_devices.h"
 #include "engine/llama/llama_drafter.h"
 #include "engine/llama/llama_placement.h"
 #include "engine/llama/llama_sampler.h"
+#include "engine/llama/llama_sequence_memory.h"
 #include "format/model_file.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
@@ -39,18 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// What the KV cache takes when full: K and V for every layer and cell, at the cache type's
-// size. The head size comes from the model (Qwen3's is not n_embd / n_head).
-uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_type type, uint64_t cells) {
-  int64_t head = llama_model_n_embd(model) / std::max(1, llama_model_n_head(model));
-  char buf[32];
-  if (llama_model_meta_val_str(model, (arch + ".attention.key_length").c_str(), buf, sizeof buf) > 0) {
-    head = std::atoll(buf);
-  }
-  const uint64_t values = 2ull * llama_model_n_layer(model) * llama_model_n_head_kv(model) * head;
-  return values * ggml_type_size(type) / ggml_blck_size(type) * cells;
 }
 
 class LlamaEngine final : public Engine {
@@ -147,7 +135,9 @@ class LlamaEngine final : public Engine {
       return InvalidArgumentError("a decode step asked for " + std::to_string(outputs) + " outputs; at most " +
                                   std::to_string(max_outputs_) + " are reserved");
     }
-    LLMD_RETURN_IF_ERROR(CheckPoolRoom(items));
+    // A pool of streams holds the pool's total itself; a call that would hold more is refused
+    // as llama.cpp refuses a full cache, changing nothing.
+    if (PoolAsStreams(config_)) LLMD_RETURN_IF_ERROR(CheckPoolRoom(ctx_.get(), config_.sequences, config_.pool_tokens, items));
     for (const auto& d : items) {
       if (d.sequence >= 0 && static_cast<size_t>(d.sequence) < written_.size()) {
         written_[d.sequence] = std::max(written_[d.sequence], d.position + 1);
@@ -162,7 +152,7 @@ class LlamaEngine final : public Engine {
       batch.logits[i] = items[i].logits;
     }
     batch.n_tokens = static_cast<int32_t>(items.size());
-    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), FlashAttnRows(items));
+    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), FlashAttnRows(items, info_.memory.prompt_call_tokens));
     int32_t rc = llama_decode(ctx_.get(), batch);
     ggml_threadpool_set_flash_attn_rows(threadpool_.get(), GGML_FA_ROWS_STOCK);
     llama_batch_free(batch);
@@ -251,23 +241,10 @@ class LlamaEngine final : public Engine {
     if (!llama_memory_seq_rm(mem, dst, -1, -1)) return InternalError("could not clear sequence " + std::to_string(dst));
     if (!StreamPerSequence()) {
       llama_memory_seq_cp(mem, src, dst, -1, -1);  // one shared cache: the cells are shared
+    } else if (!CopySequenceState(ctx_.get(), src, dst) || HeldCells(ctx_.get(), config_.sequences) > PoolCells()) {
+      llama_memory_seq_rm(mem, dst, -1, -1);
+      return ResourceExhaustedError("no room in the KV pool to copy sequence " + std::to_string(src));
     } else {
-      // Streams of their own: llama.cpp's seq_cp copies the whole stream, every cell of it
-      // (which would commit all its pages); the per-sequence state holds the cells in use.
-      const size_t size = llama_state_seq_get_size_ext(ctx_.get(), src, 0);
-      std::string state(size, '\0');
-      const size_t got = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
-      if (got == 0 || got > size) return InternalError("could not copy sequence " + std::to_string(src));
-      size_t put = 0;
-      try {
-        put = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data()), got, dst, 0);
-      } catch (const std::exception&) {
-        put = 0;  // as a cache with no room
-      }
-      if (put == 0 || HeldCells() > PoolCells()) {
-        llama_memory_seq_rm(mem, dst, -1, -1);
-        return ResourceExhaustedError("no room in the KV pool to copy sequence " + std::to_string(src));
-      }
       written_[dst] = std::max(written_[dst], llama_memory_seq_pos_max(mem, dst) + 1);
     }
     if (drafter_) drafter_->CopyTarget(src, dst);
@@ -301,7 +278,7 @@ class LlamaEngine final : public Engine {
       return InternalError(std::string("could not unpark a sequence: ") + e.what());
     }
     llama_memory_t mem = llama_get_memory(ctx_.get());
-    if (read == 0 || HeldCells() > PoolCells()) {
+    if (read == 0 || HeldCells(ctx_.get(), config_.sequences) > PoolCells()) {
       // llama.cpp leaves the sequence empty where the cache had no room; the pool may not.
       llama_memory_seq_rm(mem, sequence, -1, -1);
       return ResourceExhaustedError("no room in the KV cache to unpark sequence " + std::to_string(sequence));
@@ -437,53 +414,6 @@ class LlamaEngine final : public Engine {
   // The cells the sequences may hold together: the pool, else every stream's.
   int64_t PoolCells() const {
     return PoolAsStreams(config_) ? config_.pool_tokens : static_cast<int64_t>(llama_n_ctx(ctx_.get()));
-  }
-  // The cells the sequences hold: a sequence's positions run from 0 (llmd cuts only ends).
-  int64_t HeldCells() const {
-    llama_memory_t mem = llama_get_memory(ctx_.get());
-    int64_t held = 0;
-    for (int32_t s = 0; s < config_.sequences; ++s) held += llama_memory_seq_pos_max(mem, s) + 1;
-    return held;
-  }
-  // A pool of streams holds the pool's total itself: a call that would hold more is refused
-  // as llama.cpp refuses a call its cache has no room for, changing nothing.
-  Status CheckPoolRoom(const std::vector<DecodeItem>& items) const {
-    if (!PoolAsStreams(config_)) return Status::Ok();
-    llama_memory_t mem = llama_get_memory(ctx_.get());
-    std::vector<int64_t> end(static_cast<size_t>(config_.sequences), -1);
-    int64_t held = HeldCells(), more = 0;
-    for (const DecodeItem& d : items) {
-      if (d.sequence < 0 || d.sequence >= config_.sequences) continue;  // llama.cpp refuses it
-      int64_t& e = end[static_cast<size_t>(d.sequence)];
-      if (e < 0) e = llama_memory_seq_pos_max(mem, d.sequence) + 1;
-      if (d.position + 1 > e) {
-        more += d.position + 1 - e;
-        e = d.position + 1;
-      }
-    }
-    if (held + more <= config_.pool_tokens) return Status::Ok();
-    return ResourceExhaustedError("no room in the KV pool: " + std::to_string(held) + " of " +
-                                  std::to_string(config_.pool_tokens) + " tokens held, " + std::to_string(more) +
-                                  " more asked");
-  }
-
-  // The flash attention kernel for a call's rows (engine/prompt_kernels.h, llama.cpp patch
-  // 0004): a prompt call's tokens take the kernel their cold prefill computes them with, so a
-  // prompt after a cached prefix gives the cold bits (and a cold prefill llama.cpp's own).
-  // Generation steps, a call mixing kinds, and a hybrid model's calls (ShapeStableCalls gives
-  // them their cold shapes already) keep ggml's own choice.
-  ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items) const {
-    if (info_.memory.prompt_call_tokens == 0) return GGML_FA_ROWS_STOCK;
-    std::optional<PromptKernel> kind;
-    for (const DecodeItem& d : items) {
-      if (d.prompt_tokens <= 0) return GGML_FA_ROWS_STOCK;
-      const PromptKernel k = ColdKernel(d.position, d.prompt_tokens, info_.memory.prompt_call_tokens);
-      if (kind.has_value() && *kind != k) return GGML_FA_ROWS_STOCK;
-      kind = k;
-    }
-    if (kind == PromptKernel::kTiled) return GGML_FA_ROWS_TILED;
-    if (kind == PromptKernel::kRowByRow) return GGML_FA_ROWS_ROW_BY_ROW;
-    return GGML_FA_ROWS_STOCK;  // one row: ggml's choice, as cold
   }
 
   // ggml pins its worker threads, and only the thread that created the pool among the others;
@@ -692,27 +622,20 @@ MemoryUse LlamaEngine::memory_use() const {
   use.working_memory = ctx_ != nullptr;
   if (!ctx_) return use;
   use.compute.reserved = use.compute.resident = compute_bytes_;  // counted whole while it exists
-  // KV pages are committed as tokens are written (patches/llama.cpp/0001), a sequence's cells
-  // from its start: the cells written so far are what is resident. A recurrent state is
-  // written whole by a sequence's first token. A shared pool's cells are taken from its start
-  // (llama.cpp's slot search goes back to the first free cell), so the positions written bound
-  // its committed pages too.
+  // A sequence's cells are written from its start, and a shared pool's are taken from its
+  // start (llama.cpp's slot search goes back to the first free cell): the positions written
+  // bound the committed pages.
   uint64_t written = 0;
   for (int32_t w : written_) written += static_cast<uint64_t>(w);
-  const auto cells = std::max<uint64_t>(1, llama_n_ctx(ctx_.get()));  // every stream's
-  const uint64_t attention = std::min<uint64_t>(context_bytes_, attention_bytes_per_cell_ * cells);
-  const uint64_t states = context_bytes_ - attention;  // recurrent states: none on a dense model
-  // A pool of streams reserves address space for every sequence; the pool is what it holds.
-  use.kv.reserved = states + (PoolAsStreams(config_) ? attention / cells * static_cast<uint64_t>(config_.pool_tokens)
-                                                     : attention);
-  use.kv.resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written);
-  if (drafter_) {
-    // The draft model's context is made for the same sequences (SequenceContextParams).
-    const uint64_t draft = drafter_->context_bytes();
-    use.kv.reserved += PoolAsStreams(config_) ? draft / cells * static_cast<uint64_t>(config_.pool_tokens) : draft;
-    use.kv.resident += static_cast<uint64_t>(static_cast<double>(draft) *
-                                             std::min(1.0, static_cast<double>(written) / static_cast<double>(cells)));
-  }
+  const auto cells = static_cast<uint64_t>(llama_n_ctx(ctx_.get()));  // every stream's
+  const uint64_t pool = PoolAsStreams(config_) ? static_cast<uint64_t>(config_.pool_tokens) : 0;
+  const KvBytes kv = SequenceKvBytes(context_bytes_, attention_bytes_per_cell_, cells, pool, written);
+  // The draft model's context is made for the same sequences (SequenceContextParams); its
+  // cells are all attention.
+  const uint64_t draft_bytes = drafter_ ? drafter_->context_bytes() : 0;
+  const KvBytes draft = SequenceKvBytes(draft_bytes, draft_bytes / std::max<uint64_t>(1, cells), cells, pool, written);
+  use.kv.reserved = kv.reserved + draft.reserved;
+  use.kv.resident = kv.resident + draft.resident;
   return use;
 }
 
@@ -765,11 +688,9 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   attention_bytes_per_cell_ =
       KvBytesPerToken(file.gguf, static_cast<double>(ggml_type_size(kv_type)) / ggml_blck_size(kv_type));
   if (PoolAsStreams(config_)) {
-    // A pool of streams reserves address space for every sequence; the pool is what it holds
-    // (a hybrid's recurrent states are one per sequence either way).
-    const auto cells = static_cast<uint64_t>(llama_n_ctx(ctx_.get()));
-    const uint64_t attention = std::min<uint64_t>(info_.kv_cache_bytes, attention_bytes_per_cell_ * cells);
-    info_.kv_cache_bytes -= attention - attention / cells * static_cast<uint64_t>(config_.pool_tokens);
+    info_.kv_cache_bytes = SequenceKvBytes(info_.kv_cache_bytes, attention_bytes_per_cell_, llama_n_ctx(ctx_.get()),
+                                           static_cast<uint64_t>(config_.pool_tokens), 0)
+                               .reserved;
   }
   // The main device: the first that holds layers, else the CPU.
   std::string main = "CPU";

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "engine/llama/llama_context_setup.h"
+#include "engine/llama/llama_sequence_memory.h"
 #include "llama-ext.h"
 #include "sampling.h"
 
@@ -335,21 +336,9 @@ void LlamaMtp::Copy(int32_t src, int32_t dst) {
   llama_memory_seq_rm(mem, dst, -1, -1);
   // Through the per-sequence state: with a stream per sequence llama.cpp's seq_cp copies the
   // whole stream (as large as the pool), which would commit every page of it.
-  const size_t size = llama_state_seq_get_size_ext(ctx_.get(), src, 0);
-  std::string state(size, '\0');
-  const size_t got = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
-  size_t put = 0;
-  if (got > 0 && got <= size) {
-    try {
-      put = llama_state_seq_set_data_ext(ctx_.get(), reinterpret_cast<const uint8_t*>(state.data()), got, dst, 0);
-    } catch (const std::exception&) {
-      put = 0;
-    }
-  }
-  if (put == 0) {
-    // The copy failed: the layer holds nothing for dst, which stops drafting until its
-    // sequence is cleared (as after a failed decode).
-    llama_memory_seq_rm(mem, dst, -1, -1);
+  if (!CopySequenceState(ctx_.get(), src, dst)) {
+    // The layer holds nothing for dst, which stops drafting until its sequence is cleared
+    // (as after a failed decode).
     sequences_[static_cast<size_t>(dst)] = Sequence{.in_sync = false};
     return;
   }

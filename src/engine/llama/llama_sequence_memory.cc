@@ -1,0 +1,89 @@
+#include "engine/llama/llama_sequence_memory.h"
+
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "engine/prompt_kernels.h"
+
+namespace llmd::engine {
+
+bool CopySequenceState(llama_context* ctx, int32_t src, int32_t dst) {
+  const size_t size = llama_state_seq_get_size_ext(ctx, src, 0);
+  std::string state(size, '\0');
+  const size_t got = llama_state_seq_get_data_ext(ctx, reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
+  size_t put = 0;
+  if (got > 0 && got <= size) {
+    try {
+      put = llama_state_seq_set_data_ext(ctx, reinterpret_cast<const uint8_t*>(state.data()), got, dst, 0);
+    } catch (const std::exception&) {
+      put = 0;  // as a cache with no room
+    }
+  }
+  if (put == 0) llama_memory_seq_rm(llama_get_memory(ctx), dst, -1, -1);
+  return put > 0;
+}
+
+int64_t HeldCells(llama_context* ctx, int32_t sequences) {
+  llama_memory_t mem = llama_get_memory(ctx);
+  int64_t held = 0;
+  for (int32_t s = 0; s < sequences; ++s) held += llama_memory_seq_pos_max(mem, s) + 1;
+  return held;
+}
+
+// What the KV cache takes when full: K and V for every layer and cell, at the cache type's
+// size. The head size comes from the model (Qwen3's is not n_embd / n_head).
+uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_type type, uint64_t cells) {
+  int64_t head = llama_model_n_embd(model) / std::max(1, llama_model_n_head(model));
+  char buf[32];
+  if (llama_model_meta_val_str(model, (arch + ".attention.key_length").c_str(), buf, sizeof buf) > 0) {
+    head = std::atoll(buf);
+  }
+  const uint64_t values = 2ull * llama_model_n_layer(model) * llama_model_n_head_kv(model) * head;
+  return values * ggml_type_size(type) / ggml_blck_size(type) * cells;
+}
+
+KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
+                        uint64_t written) {
+  cells = std::max<uint64_t>(1, cells);
+  const uint64_t attention = std::min(bytes, attention_per_cell * cells);
+  const uint64_t states = bytes - attention;
+  return {.reserved = states + (pool > 0 ? attention / cells * pool : attention),
+          .resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written)};
+}
+
+Status CheckPoolRoom(llama_context* ctx, int32_t sequences, int64_t pool, const std::vector<DecodeItem>& items) {
+  llama_memory_t mem = llama_get_memory(ctx);
+  std::vector<int64_t> end(static_cast<size_t>(sequences), -1);
+  const int64_t held = HeldCells(ctx, sequences);
+  int64_t more = 0;
+  for (const DecodeItem& d : items) {
+    if (d.sequence < 0 || d.sequence >= sequences) continue;  // llama.cpp refuses it
+    int64_t& e = end[static_cast<size_t>(d.sequence)];
+    if (e < 0) e = llama_memory_seq_pos_max(mem, d.sequence) + 1;
+    if (d.position + 1 > e) {
+      more += d.position + 1 - e;
+      e = d.position + 1;
+    }
+  }
+  if (held + more <= pool) return Status::Ok();
+  return ResourceExhaustedError("no room in the KV pool: " + std::to_string(held) + " of " + std::to_string(pool) +
+                                " tokens held, " + std::to_string(more) + " more asked");
+}
+
+ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, int32_t prompt_call_tokens) {
+  if (prompt_call_tokens <= 0) return GGML_FA_ROWS_STOCK;
+  std::optional<PromptKernel> kind;
+  for (const DecodeItem& d : items) {
+    if (d.prompt_tokens <= 0) return GGML_FA_ROWS_STOCK;
+    const PromptKernel k = ColdKernel(d.position, d.prompt_tokens, prompt_call_tokens);
+    if (kind.has_value() && *kind != k) return GGML_FA_ROWS_STOCK;
+    kind = k;
+  }
+  if (kind == PromptKernel::kTiled) return GGML_FA_ROWS_TILED;
+  if (kind == PromptKernel::kRowByRow) return GGML_FA_ROWS_ROW_BY_ROW;
+  return GGML_FA_ROWS_STOCK;  // one row: ggml's choice, as cold
+}
+
+}  // namespace llmd::engine

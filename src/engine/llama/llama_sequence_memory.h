@@ -1,0 +1,56 @@
+// What the llama.cpp engine does with its sequences' memory beyond llama.cpp's own calls: a
+// sequence copied through the per-sequence state (llama.cpp's seq_cp copies a whole stream
+// where each sequence has one, committing every page of it), the cells a pool of streams
+// holds and the room left in it, and the flash attention kernel a call's rows take
+// (engine/prompt_kernels.h, llama.cpp patch 0004).
+#ifndef LLMD_ENGINE_LLAMA_LLAMA_SEQUENCE_MEMORY_H_
+#define LLMD_ENGINE_LLAMA_LLAMA_SEQUENCE_MEMORY_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "ggml-cpu.h"
+#include "llama.h"
+
+namespace llmd::engine {
+
+// Puts `src`'s cells (and recurrent state) into `dst`, which must be empty; false, with dst
+// left empty, where the cache had no room.
+bool CopySequenceState(llama_context* ctx, int32_t src, int32_t dst);
+
+// The cells sequences 0 .. sequences-1 hold: a sequence's positions run from 0 (llmd cuts
+// only ends).
+int64_t HeldCells(llama_context* ctx, int32_t sequences);
+
+// What the KV cache takes when full: K and V for every layer and cell, at the cache type's
+// size (the formula, where llama.cpp does not say what it allocated).
+uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_type type, uint64_t cells);
+
+// What a sequences' cache of `bytes` for `cells` cells (every stream's) reserves and holds:
+// its attention part, `attention_per_cell` bytes a cell, counted for `pool` cells (0: all of
+// them; a pool of streams reserves address space for every sequence, the pool is what it
+// holds) and as `written` cells are used; the rest (a hybrid's recurrent states, one per
+// sequence) whole, and whole once anything is written. KV pages are committed only as
+// tokens are written (llama.cpp patch 0001).
+struct KvBytes {
+  uint64_t reserved = 0;
+  uint64_t resident = 0;
+};
+KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
+                        uint64_t written);
+
+// ResourceExhausted, with the numbers, where `items` would hold more than `pool` cells
+// together; nothing is decoded either way.
+Status CheckPoolRoom(llama_context* ctx, int32_t sequences, int64_t pool, const std::vector<DecodeItem>& items);
+
+// The kernel a call's rows take: a prompt call's tokens (all of one kind) the kernel their
+// cold prefill computes them with, in micro-batches of `prompt_call_tokens`; anything else,
+// and a one-row micro-batch, ggml's own choice. 0: always ggml's.
+ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, int32_t prompt_call_tokens);
+
+}  // namespace llmd::engine
+
+#endif  // LLMD_ENGINE_LLAMA_LLAMA_SEQUENCE_MEMORY_H_
