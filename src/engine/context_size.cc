@@ -19,6 +19,15 @@ uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_va
                                          (gguf.key_length + gguf.value_length) * kv_bytes_per_value));
 }
 
+KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
+                        uint64_t written) {
+  cells = std::max<uint64_t>(1, cells);
+  const uint64_t attention = std::min(bytes, attention_per_cell * cells);
+  const uint64_t states = bytes - attention;
+  return {.reserved = states + (pool > 0 ? attention / cells * pool : attention),
+          .resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written)};
+}
+
 EngineConfig ResolveContext(const EngineConfig& config, const format::GgufSummary& gguf,
                             double kv_bytes_per_value) {
   EngineConfig out = config;

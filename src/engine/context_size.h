@@ -31,6 +31,19 @@ bool KvInHostMemory(const EngineConfig& config);
 // The KV cache's bytes per token over every attention layer of the trunk.
 uint64_t KvBytesPerToken(const format::GgufSummary& gguf, double kv_bytes_per_value);
 
+// What a sequences' cache of `bytes` for `cells` cells (every stream's) reserves and holds:
+// its attention part, `attention_per_cell` bytes a cell, counted for `pool` cells (0: all of
+// them; a pool of streams reserves address space for every sequence, the pool is what it
+// holds) and as `written` cells are used; the rest (a hybrid's recurrent states, one per
+// sequence) whole, and whole once anything is written. KV pages are committed only as
+// tokens are written (llama.cpp patch 0001).
+struct KvBytes {
+  uint64_t reserved = 0;
+  uint64_t resident = 0;
+};
+KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
+                        uint64_t written);
+
 // `config` with its context resolved: context_tokens (what one request may hold) and
 // pool_tokens (the shared pool's cells; 0: a stream per sequence). A config that already
 // names context_tokens comes back as it is. Embedding models get a stream per sequence of

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "engine/llama/llama_engine.h"
-#include "engine/llama/llama_sequence_memory.h"
 #include "tests/support/test_models.h"
 
 namespace llmd::testing {
@@ -78,21 +77,6 @@ TEST_F(KvPool, ACopyOrAnUnparkThatWouldOverfillThePoolIsRefused) {
   ASSERT_TRUE(engine_->TruncateSequence(0, pool_ - pool_ / 4).ok());
   EXPECT_TRUE(engine_->UnparkSequence(1, *parked).ok()) << "exactly the pool";
   EXPECT_EQ(Fill(0, pool_ - pool_ / 4, 1).code(), StatusCode::kResourceExhausted);
-}
-
-// The bytes a cache reports: a pool of streams counts the pool's attention cells, not every
-// stream's; a hybrid's recurrent states count whole, and as resident once anything is written.
-TEST(SequenceKvBytes, APoolCountsItsCellsAndRecurrentStatesCountWhole) {
-  // 4 streams of 1,000 cells at 100 bytes a cell, and 50,000 bytes of recurrent states.
-  const engine::KvBytes hybrid = engine::SequenceKvBytes(450'000, 100, 4'000, 1'000, 0);
-  EXPECT_EQ(hybrid.reserved, 50'000u + 100'000u);
-  EXPECT_EQ(hybrid.resident, 0u);
-  EXPECT_EQ(engine::SequenceKvBytes(450'000, 100, 4'000, 1'000, 30).resident, 50'000u + 3'000u);
-  // A dense cache per sequence (no pool): all of it reserved, the written cells resident.
-  const engine::KvBytes dense = engine::SequenceKvBytes(400'000, 100, 4'000, 0, 250);
-  EXPECT_EQ(dense.reserved, 400'000u);
-  EXPECT_EQ(dense.resident, 25'000u);
-  EXPECT_EQ(engine::SequenceKvBytes(400'000, 100, 4'000, 0, 10'000).resident, 400'000u) << "never above the cache";
 }
 
 }  // namespace

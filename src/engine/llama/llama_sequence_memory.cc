@@ -44,15 +44,6 @@ uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_ty
   return values * ggml_type_size(type) / ggml_blck_size(type) * cells;
 }
 
-KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
-                        uint64_t written) {
-  cells = std::max<uint64_t>(1, cells);
-  const uint64_t attention = std::min(bytes, attention_per_cell * cells);
-  const uint64_t states = bytes - attention;
-  return {.reserved = states + (pool > 0 ? attention / cells * pool : attention),
-          .resident = (written > 0 ? states : 0) + std::min(attention, attention / cells * written)};
-}
-
 Status CheckPoolRoom(llama_context* ctx, int32_t sequences, int64_t pool, const std::vector<DecodeItem>& items) {
   llama_memory_t mem = llama_get_memory(ctx);
   std::vector<int64_t> end(static_cast<size_t>(sequences), -1);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/context_size.h"
 #include "engine/engine.h"
 #include "ggml-cpu.h"
 #include "llama.h"
@@ -28,19 +29,6 @@ int64_t HeldCells(llama_context* ctx, int32_t sequences);
 // What the KV cache takes when full: K and V for every layer and cell, at the cache type's
 // size (the formula, where llama.cpp does not say what it allocated).
 uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_type type, uint64_t cells);
-
-// What a sequences' cache of `bytes` for `cells` cells (every stream's) reserves and holds:
-// its attention part, `attention_per_cell` bytes a cell, counted for `pool` cells (0: all of
-// them; a pool of streams reserves address space for every sequence, the pool is what it
-// holds) and as `written` cells are used; the rest (a hybrid's recurrent states, one per
-// sequence) whole, and whole once anything is written. KV pages are committed only as
-// tokens are written (llama.cpp patch 0001).
-struct KvBytes {
-  uint64_t reserved = 0;
-  uint64_t resident = 0;
-};
-KvBytes SequenceKvBytes(uint64_t bytes, uint64_t attention_per_cell, uint64_t cells, uint64_t pool,
-                        uint64_t written);
 
 // ResourceExhausted, with the numbers, where `items` would hold more than `pool` cells
 // together; nothing is decoded either way.
