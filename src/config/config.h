@@ -129,9 +129,10 @@ struct DaemonConfig {
   // Tokens a minute each peer UID may use in each class (by ClassIndex; 0: no budget), counted
   // as uncached prompt plus generated tokens: "background=20000" (docs/config.md, "Token budgets").
   std::array<uint32_t, kRequestClasses> class_token_budgets{};
-  // KV sequences beyond `parallel`, kept for a higher class: an interactive request arriving
-  // while lower work fills every slot takes one, and a lower slot is paused for it.
-  uint32_t reserved_sequences = 1;
+  // KV sequences beyond `parallel`: an interactive request arriving while lower work fills
+  // every slot takes one, and a lower slot is paused for it; one is always kept for a higher
+  // class, and a peer waiting behind another peer's many requests of its class takes the rest.
+  uint32_t reserved_sequences = 2;
   // While an interactive request runs or is expected (a rule grants interactive, or one ran in
   // the last five minutes), the prompt tokens lower classes may prefill per step, together.
   uint32_t shared_prefill_tokens = 64;

@@ -9,6 +9,7 @@
 #define LLMD_ENGINE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -224,6 +225,16 @@ class Engine {
   // call's length, so a prompt after a cached prefix gives the cold answer. (A generated
   // token is decoded as a generation step, which the same token inside a prompt is not.)
   virtual Status DecodeBatch(const std::vector<DecodeItem>& items) = 0;
+  // DecodeBatch that may stop before it ends once `stop()` turns true: Cancelled, and every
+  // sequence of the call holds what it held before it (nothing of the call is kept). `stop` is
+  // asked often while the call computes, from a compute thread: it must be cheap and
+  // thread-safe. A higher class's request arriving stops a lower class's call this way, so it
+  // waits for no more than one of the engine's operations. An engine that cannot undo a call
+  // it stopped (recurrent state is changed in place) decodes it whole: the default.
+  virtual Status DecodeBatchUnlessStopped(const std::vector<DecodeItem>& items, const std::function<bool()>& stop) {
+    (void)stop;
+    return DecodeBatch(items);
+  }
   // `context`: the tokens the sequence already holds (the prompt); the penalties' window
   // starts with the last of them, as llama.cpp's own programs start it.
   virtual Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,

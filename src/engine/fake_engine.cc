@@ -225,7 +225,7 @@ Status FakeEngine::CheckSequence(int32_t sequence) const {
   return Status::Ok();
 }
 
-Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
+Status FakeEngine::Decode(const std::vector<DecodeItem>& items, const std::function<bool()>* stop) {
   if (options_.decode_cost_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(options_.decode_cost_ms));
   if (options_.clock != nullptr) {
     options_.clock->Advance(options_.step_ms + options_.item_ms * static_cast<int64_t>(items.size()));
@@ -242,6 +242,11 @@ Status FakeEngine::DecodeBatch(const std::vector<DecodeItem>& items) {
     last_batch_.clear();
     return st;
   };
+  if (stop != nullptr && (*stop)()) {
+    stopped_batches_.push_back(items);
+    last_batch_.clear();
+    return CancelledError("the decode call was stopped");
+  }
   if (!loaded_) return fail(UnavailableError("no model loaded"));
   if (items.empty()) return fail(InvalidArgumentError("empty batch"));
   if (fail_next_ > 0) {
@@ -543,6 +548,11 @@ std::vector<std::vector<DecodeItem>> FakeEngine::batches() const {
 std::vector<std::vector<DecodeItem>> FakeEngine::failed_batches() const {
   std::lock_guard<std::mutex> lock(mu_);
   return failed_batches_;
+}
+
+std::vector<std::vector<DecodeItem>> FakeEngine::stopped_batches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_batches_;
 }
 
 int64_t FakeEngine::decoded_tokens() const {

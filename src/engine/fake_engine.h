@@ -27,6 +27,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -108,7 +109,13 @@ class FakeEngine final : public Engine {
   TokenId MessageStartToken() const override { return kMessageStart; }
   Status Draft(std::vector<DraftRequest>* requests) override;
   void AcceptDraft(int32_t sequence, int32_t accepted) override;
-  Status DecodeBatch(const std::vector<DecodeItem>& items) override;
+  Status DecodeBatch(const std::vector<DecodeItem>& items) override { return Decode(items, nullptr); }
+  // Attention memory: asks `stop` once, after a held call is let through (as if the call were
+  // stopped between two of its operations), and when it says stop changes nothing and is
+  // Cancelled. Recurrent memory decodes the call whole, as the llama.cpp engine does.
+  Status DecodeBatchUnlessStopped(const std::vector<DecodeItem>& items, const std::function<bool()>& stop) override {
+    return Decode(items, options_.memory == FakeMemory::kAttention ? &stop : nullptr);
+  }
   Result<std::vector<float>> Embed(const std::vector<TokenId>&) override {
     return UnimplementedError("the fake engine has no embeddings");
   }
@@ -141,6 +148,8 @@ class FakeEngine final : public Engine {
   // step i + 1), and every one that failed.
   std::vector<std::vector<DecodeItem>> batches() const;
   std::vector<std::vector<DecodeItem>> failed_batches() const;
+  // The calls DecodeBatchUnlessStopped stopped, in order.
+  std::vector<std::vector<DecodeItem>> stopped_batches() const;
   // Tokens decoded in successful batches: in all, and those that were not the token the
   // sampler had just produced for that sequence and position (prompt tokens).
   int64_t decoded_tokens() const;
@@ -170,6 +179,7 @@ class FakeEngine final : public Engine {
 
  private:
   class FakeSampler;
+  Status Decode(const std::vector<DecodeItem>& items, const std::function<bool()>* stop);
   TokenId SampleAt(int32_t output_index, int32_t* generated);
   Result<std::vector<TokenId>> Message(std::string_view role, std::string_view content, bool user_text,
                                        bool sanitize) const;
@@ -203,7 +213,7 @@ class FakeEngine final : public Engine {
   std::vector<size_t> rollback_floor_;        // per sequence: recurrent memory may be cut down to this
   int64_t draft_tokens_decoded_ = 0, accepted_reported_ = 0;
   std::vector<DecodeItem> last_batch_;        // empty after a failed decode
-  std::vector<std::vector<DecodeItem>> batches_, failed_batches_;
+  std::vector<std::vector<DecodeItem>> batches_, failed_batches_, stopped_batches_;
   int64_t decoded_tokens_ = 0, prompt_tokens_decoded_ = 0, refused_ = 0, releases_ = 0;
   bool working_memory_ = true;  // false between ReleaseWorkingMemory and the next DecodeBatch
   int32_t fail_next_ = 0;

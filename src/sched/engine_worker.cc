@@ -48,7 +48,14 @@ Status EngineWorker::Submit(Job job) {
     }
   }
   job.submitted_ms = clock_.NowMs();
+  const Holder holder{job.request_class, job.peer_uid};
   LLMD_RETURN_IF_ERROR(queue_.Push(std::move(job)));
+  // A job the next admission takes stops a running call of a lower class (Step). Written
+  // under mu_ only; the engine's compute thread reads it.
+  if (MayAdmit(holder, admission_holders_, width_.load(), admission_free_) &&
+      ClassIndex(holder.request_class) < arrived_rank_.load()) {
+    arrived_rank_ = ClassIndex(holder.request_class);
+  }
   cv_.notify_one();
   return Status::Ok();
 }
@@ -328,9 +335,12 @@ void EngineWorker::SwapWhenIdle(std::unique_lock<std::mutex>& lock) {
 
 std::vector<Job> EngineWorker::PopAdmissible() {
   std::vector<Job> admitted;
+  arrived_rank_ = kRequestClasses;
+  admission_holders_.clear();
+  admission_free_ = 0;
   if (pending_ || stopping_) return admitted;
-  std::vector<Holder> holders;  // of the busy slots and the jobs admitted here
-  size_t free_slots = 0;
+  std::vector<Holder>& holders = admission_holders_;  // of the busy slots and the jobs admitted here
+  size_t& free_slots = admission_free_;
   for (const auto& s : slots_) {
     if (s->busy) holders.push_back({s->job.request_class, s->job.peer_uid});
     else ++free_slots;

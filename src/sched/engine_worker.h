@@ -265,6 +265,13 @@ class EngineWorker {
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
   StepChoice ChooseThisStep();
+  // The highest class (lowest ClassIndex) among the slots of a call.
+  int CallRank(const std::vector<engine::DecodeItem>& call) const;
+  // Whether a call may be stopped or skipped for an arrival that outranks it: none of its
+  // slots was stopped last time, and it verifies no draft.
+  bool MayStop(const std::vector<engine::DecodeItem>& call) const;
+  // A call stopped or skipped: its slots sat this step out for a higher class.
+  void OnStopped(const std::vector<engine::DecodeItem>& call);
   // `limit`: the most tokens this slot may add (-1: the step's room is the only bound).
   bool AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk, int64_t limit);
   std::vector<std::pair<Slot*, int32_t>> OutputsOf(const std::vector<engine::DecodeItem>& items);
@@ -281,7 +288,8 @@ class EngineWorker {
   // Memory pressure (engine_worker_park.cc): a step the engine has no room for frees memory,
   // one slot at a time (idle slots' cached prefixes, then paused slots', then the running
   // slot that ranks lowest, which then waits for room), and is retried without what gave way.
-  Status DecodeFreeingMemory(std::vector<engine::DecodeItem>* call);
+  // `stop` (may be null): the call may be stopped when it turns true (Cancelled, nothing kept).
+  Status DecodeFreeingMemory(std::vector<engine::DecodeItem>* call, const std::function<bool()>* stop);
   bool FreeOneIdleSlot();
   bool FreeOnePausedSlot();
   bool PreemptForMemory();
@@ -346,6 +354,13 @@ class EngineWorker {
   bool stopping_ = false;                    // guarded by mu_
   int64_t idle_since_ms_ = 0;                // guarded by mu_: when the last job ended
   int64_t release_after_ms_ = -1;            // guarded by mu_: idle time before a release
+  // Who held the sequences at the last admission, and how many were free: whether a job
+  // submitted since would be admitted at the next one (guarded by mu_).
+  std::vector<Holder> admission_holders_;
+  size_t admission_free_ = 0;
+  // The highest class (lowest ClassIndex; kRequestClasses: none) of the jobs submitted since
+  // the last admission that it would admit: a running call of a lower class stops for them.
+  std::atomic<int> arrived_rank_{kRequestClasses};
 
   SessionStore sessions_;  // thread-safe itself
   // The one source of the Stats counters, guarded by stats_mu_.

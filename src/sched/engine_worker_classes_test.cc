@@ -188,6 +188,94 @@ TEST(EngineWorkerClasses, OnRecurrentMemoryAPausedJobResumesWithTheTokensOfItsSo
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
 }
 
+// The index of the first batch holding `prompt`'s last token (its logits give the first
+// generated token); batches.size() if none.
+size_t BatchEndingPrompt(const Batches& batches, const std::vector<TokenId>& prompt) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    for (const auto& item : batches[i]) {
+      if (item.logits && item.position + 1 == static_cast<int32_t>(prompt.size()) && item.token == prompt.back()) return i;
+    }
+  }
+  return batches.size();
+}
+
+TEST(EngineWorkerClasses, AnInteractiveArrivalStopsABackgroundCallAndItsPromptIsComputedFirst) {
+  const FakeEngineOptions engine{.sequences = 3, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, NarrowOptions());
+  const Job background = Classed(Raw(std::string(100, 'b'), 20), RequestClass::kBackground);
+  const Job voice = Classed(Raw("a person waits", 6), RequestClass::kInteractive);
+  rig.fake->HoldDecodes();
+  auto background_channel = rig.Submit(background);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the background prompt's call
+  auto voice_channel = rig.Submit(voice);
+  rig.Release();
+
+  auto voice_done = Await(*voice_channel);
+  auto background_done = Await(*background_channel);
+  ASSERT_TRUE(voice_done.has_value()) << voice_done.error().ToString();
+  ASSERT_TRUE(background_done.has_value()) << background_done.error().ToString();
+  // The call that ran when the person arrived was stopped, and kept nothing: the first call
+  // that ran computed the interactive prompt, then the background prompt was computed whole.
+  const Batches stopped = rig.fake->stopped_batches();
+  ASSERT_EQ(stopped.size(), 1u);
+  const Batches batches = rig.fake->batches();
+  const std::vector<TokenId> voice_prompt = FakeEngine::Bytes("a person waits");
+  ASSERT_FALSE(batches.empty());
+  EXPECT_EQ(BatchEndingPrompt(batches, voice_prompt), 0u);
+  EXPECT_EQ(SequencesIn(batches[0]).size(), 1u);
+  EXPECT_EQ(stopped[0].size(), 100u);  // the background prompt, whole in one call
+  EXPECT_EQ(SequencesIn(stopped[0]), std::set<int32_t>{SequenceOf(batches, FakeEngine::Bytes(std::string(100, 'b')))});
+  EXPECT_EQ(background_done->stats.preemptions, 1);
+  // Nothing was lost and nothing changed: both answers are those of their solo runs.
+  EXPECT_EQ(voice_done->tokens, Solo(voice, engine, NarrowOptions()));
+  EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
+}
+
+TEST(EngineWorkerClasses, AStoppedCallRunsWholeNextTimeSoArrivalsSlowLowerClassesButNeverStopThem) {
+  const FakeEngineOptions engine{.sequences = 4, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, NarrowOptions());
+  const Job background = Classed(Raw(std::string(100, 'b'), 8), RequestClass::kBackground);
+  rig.fake->HoldDecodes();
+  auto background_channel = rig.Submit(background);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the background prompt's call
+  auto first = rig.Submit(Classed(Raw("first voice", 4), RequestClass::kInteractive));
+  ASSERT_TRUE(rig.Step());  // the background call is stopped; the first voice's prompt is held
+  auto second = rig.Submit(Classed(Raw("second voice!", 4), RequestClass::kInteractive));
+  rig.Release();
+  auto background_done = Await(*background_channel);
+  for (auto* channel : {&first, &second}) ASSERT_TRUE(Await(**channel).has_value());
+  ASSERT_TRUE(background_done.has_value()) << background_done.error().ToString();
+  // The second arrival came while the first voice's prompt was computed, and found the
+  // background prompt stopped once already: its chunk in that step ran whole.
+  EXPECT_EQ(rig.fake->stopped_batches().size(), 1u);
+  // Stopped once, then paused while the two voices took the width of two.
+  EXPECT_EQ(background_done->stats.preemptions, 2);
+  const Batches batches = rig.fake->batches();
+  ASSERT_GE(batches.size(), 2u);
+  EXPECT_EQ(BatchEndingPrompt(batches, FakeEngine::Bytes("first voice")), 0u);
+  const int32_t background_sequence = rig.fake->stopped_batches()[0][0].sequence;
+  EXPECT_EQ(SequencesIn(batches[1]), std::set<int32_t>{background_sequence});
+  EXPECT_GT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), 1u);
+  EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
+}
+
+TEST(EngineWorkerClasses, OnRecurrentMemoryARunningCallIsNeverStopped) {
+  const FakeEngineOptions recurrent{.sequences = 3, .memory = FakeMemory::kRecurrent};
+  Rig rig(recurrent, NarrowOptions());
+  const Job background = Classed(Raw(std::string(100, 'b'), 8), RequestClass::kBackground);
+  rig.fake->HoldDecodes();
+  auto background_channel = rig.Submit(background);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  auto voice = rig.Submit(Classed(Raw("a person waits", 4), RequestClass::kInteractive));
+  rig.Release();
+  auto background_done = Await(*background_channel);
+  ASSERT_TRUE(Await(*voice).has_value());
+  ASSERT_TRUE(background_done.has_value());
+  // The state moved on in place as the call ran: it could not be undone, so it ran whole.
+  EXPECT_TRUE(rig.fake->stopped_batches().empty());
+  EXPECT_EQ(background_done->tokens, Solo(background, recurrent, NarrowOptions()));
+}
+
 // The most prompt tokens in one of batches [from, to): an item without logits is a prompt
 // token (a decoded token always asks for its logits).
 size_t LargestPromptChunk(const Batches& batches, size_t from, size_t to) {

@@ -18,15 +18,16 @@
 
 namespace llmd::sched {
 
-Status EngineWorker::DecodeFreeingMemory(std::vector<engine::DecodeItem>* call) {
+Status EngineWorker::DecodeFreeingMemory(std::vector<engine::DecodeItem>* call, const std::function<bool()>* stop) {
+  auto decode = [&] { return stop != nullptr ? engine_->DecodeBatchUnlessStopped(*call, *stop) : engine_->DecodeBatch(*call); };
   // Slots that gave their memory up earlier in this step sit the rest of it out.
   std::erase_if(*call, [&](const engine::DecodeItem& d) { return slots_[d.sequence]->memory_wait; });
   if (call->empty()) return Status::Ok();
-  Status st = engine_->DecodeBatch(*call);
+  Status st = decode();
   while (st.code() == StatusCode::kResourceExhausted && (FreeOneIdleSlot() || FreeOnePausedSlot() || PreemptForMemory())) {
     std::erase_if(*call, [&](const engine::DecodeItem& d) { return slots_[d.sequence]->memory_wait; });
     if (call->empty()) return Status::Ok();
-    st = engine_->DecodeBatch(*call);
+    st = decode();
   }
   return st;
 }

@@ -28,6 +28,9 @@ struct EngineWorker::Slot {
 
   bool busy = false;
   bool paused = false;                    // sat out the last step for a higher class (StepPolicy)
+  // Its last decode call was stopped or skipped for a higher class's arrival: its next one
+  // runs whole, so a stream of arrivals slows it but never stops it.
+  bool stopped = false;
   // Gave its memory up to a slot that ranks above it in a full KV pool, or found no room of
   // its own: sits out until another job ends and frees memory.
   bool memory_wait = false;

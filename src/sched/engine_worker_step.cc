@@ -101,13 +101,33 @@ bool EngineWorker::Step() {
     calls.push_back(std::move(batch));
   }
   for (auto& call : calls) OrderBySequence(&call);
+  // The calls of the highest class first: an interactive prompt is computed before the
+  // background decodes beside it, and its first token comes out a call sooner.
+  std::stable_sort(calls.begin(), calls.end(), [&](const auto& a, const auto& b) { return CallRank(a) < CallRank(b); });
   bool failed = false;
   for (auto& call : calls) {
-    if (Status st = DecodeFreeingMemory(&call); !st.ok()) {
+    // A job that outranks the call arrived during the step: the call is skipped, or stopped
+    // where the engine can undo it, and the job is admitted and prefilled next.
+    const int rank = CallRank(call);
+    const bool may_stop = MayStop(call);
+    if (may_stop && arrived_rank_.load() < rank) {
+      OnStopped(call);
+      failed = true;
+      continue;
+    }
+    const std::function<bool()> stop = [this, rank] { return arrived_rank_.load(std::memory_order_relaxed) < rank; };
+    Status st = DecodeFreeingMemory(&call, may_stop ? &stop : nullptr);
+    if (st.code() == StatusCode::kCancelled && may_stop) {
+      OnStopped(call);
+      failed = true;
+      continue;
+    }
+    if (!st.ok()) {
       RecoverFailedStep(call, st);
       failed = true;
       continue;
     }
+    for (const auto& item : call) slots_[item.sequence]->stopped = false;
     AfterDecode(call, OutputsOf(call));
   }
   // A step that also prefilled, or failed, says nothing about what drafts cost.
@@ -116,6 +136,29 @@ bool EngineWorker::Step() {
                            static_cast<int64_t>(sampled_tokens_ - sampled_before));
   }
   return true;
+}
+
+int EngineWorker::CallRank(const std::vector<engine::DecodeItem>& call) const {
+  int rank = kRequestClasses;
+  for (const auto& item : call) rank = std::min(rank, ClassIndex(slots_[item.sequence]->job.request_class));
+  return rank;
+}
+
+bool EngineWorker::MayStop(const std::vector<engine::DecodeItem>& call) const {
+  return std::none_of(call.begin(), call.end(), [&](const engine::DecodeItem& item) {
+    const Slot& s = *slots_[item.sequence];
+    return s.stopped || !s.draft.empty();
+  });
+}
+
+void EngineWorker::OnStopped(const std::vector<engine::DecodeItem>& call) {
+  for (const auto& item : call) {
+    Slot& s = *slots_[item.sequence];
+    if (s.stopped) continue;  // counted at its first item
+    s.stopped = true;
+    ++preemptions_;
+    ++s.out.stats.preemptions;
+  }
 }
 
 // Adds the slot's next prompt tokens, up to the step's room and ending at the next

@@ -216,6 +216,36 @@ TEST_P(BatchInvariance, APromptAfterACachedPrefixGivesItsColdPrefillsBits) {
   }
 }
 
+// A call stopped while it computes (an interactive request arrived: sched's step) keeps
+// nothing: the prompt decoded again gives the bits it gives alone, and another sequence's
+// memory is untouched. A hybrid's recurrent state is changed in place, so there the call runs
+// whole whatever `stop` says.
+TEST_P(BatchInvariance, ACallStoppedWhileItComputesKeepsNothing) {
+  const Trace a_alone = Alone(a_), b_alone = Alone(b_);
+  ClearAll();
+  auto other = NewSequence(1, b_);
+  Decode({other.get()}, true);
+  std::vector<DecodeItem> items;
+  for (size_t i = 0; i < a_.size(); ++i) {
+    items.push_back({0, static_cast<int32_t>(i), a_[i], i + 1 == a_.size(), static_cast<int32_t>(a_.size())});
+  }
+  int asked = 0;
+  const Status stopped = engine_->DecodeBatchUnlessStopped(items, [&asked] { return ++asked > 20; });
+  if (Dense()) {
+    ASSERT_EQ(stopped.code(), StatusCode::kCancelled) << stopped.ToString();
+    EXPECT_EQ(asked, 21) << "asked again after it said stop";
+  } else {
+    ASSERT_TRUE(stopped.ok()) << stopped.ToString();
+    EXPECT_EQ(asked, 0);
+    ASSERT_TRUE(engine_->TruncateSequence(0, 0).ok());  // a recurrent state is dropped whole
+  }
+  auto s = NewSequence(0, a_);
+  Decode({s.get()}, true);  // from position 0: refused if the stopped call had kept a cell
+  Generate({s.get(), other.get()});
+  ExpectSame(s->trace, a_alone, "after a stopped call");
+  ExpectSame(other->trace, b_alone, "the other sequence");
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance,
                          ::testing::Values(Case{"DenseAutomatic", TinyModelPath, 0},
                                            Case{"DenseContextPerSequence", TinyModelPath, 512},

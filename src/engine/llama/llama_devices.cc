@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <mutex>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "engine/llama/llama_engine.h"
 #include "ggml-backend.h"
@@ -19,14 +21,28 @@ namespace llmd::engine {
 namespace {
 
 bool g_verbose = false;
+thread_local std::vector<std::string>* t_held = nullptr;  // HeldLlamaLogs's, on its thread
 
 void LogToStderr(ggml_log_level level, const char* text, void*) {
   if (g_verbose || level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
-    std::fputs(text, stderr);
+    if (t_held != nullptr) {
+      t_held->emplace_back(text);
+    } else {
+      std::fputs(text, stderr);
+    }
   }
 }
 
 }  // namespace
+
+HeldLlamaLogs::HeldLlamaLogs() { t_held = &lines_; }
+
+HeldLlamaLogs::~HeldLlamaLogs() {
+  t_held = nullptr;
+  for (const std::string& line : lines_) std::fputs(line.c_str(), stderr);
+}
+
+void HeldLlamaLogs::Drop() { lines_.clear(); }
 
 void InitLlamaBackend(bool verbose) {
   static std::once_flag once;
