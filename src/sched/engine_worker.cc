@@ -345,11 +345,19 @@ std::vector<Job> EngineWorker::PopAdmissible() {
     if (s->busy) holders.push_back({s->job.request_class, s->job.peer_uid});
     else ++free_slots;
   }
-  while (free_slots > 0 && !queue_.empty()) {
-    const Job& next = *queue_.Peek();
-    const Holder holder{next.request_class, next.peer_uid};
-    if (!MayAdmit(holder, holders, DecodeWidth(), free_slots)) break;
-    admitted.push_back(std::move(*queue_.Pop(holder.request_class)));
+  while (free_slots > 0) {
+    // The first peer in turn that may take a sequence: one that may not (its requests already
+    // fill its share) does not hold the others back.
+    const Job* next = nullptr;
+    for (const Job* head : queue_.Heads()) {
+      if (MayAdmit({head->request_class, head->peer_uid}, holders, DecodeWidth(), free_slots)) {
+        next = head;
+        break;
+      }
+    }
+    if (next == nullptr) break;
+    const Holder holder{next->request_class, next->peer_uid};
+    admitted.push_back(queue_.Take(next));
     holders.push_back(holder);
     ++metrics_.admitted_by_class[ClassIndex(holder.request_class)];
     running_.push_back(admitted.back().channel);

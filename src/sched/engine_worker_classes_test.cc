@@ -150,6 +150,35 @@ TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRu
   EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 4u);
 }
 
+// The queue's turn is the heavy peer's (the light one was served last), and the heavy peer's
+// queued request may not take a sequence: the light one's is admitted anyway, not held behind
+// it until a heavy request ends.
+TEST(EngineWorkerClasses, APeerWhoseTurnItIsButWhoMayNotTakeASequenceHoldsNoOneBack) {
+  WorkerOptions options = TestOptions();
+  options.decode_width = 4;
+  Rig rig({.sequences = 6}, options);
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> heavy;
+  for (int i = 0; i < 5; ++i) {  // four run; the fifth waits for one of them
+    heavy.push_back(rig.Submit(Classed(Raw("heavy peer request " + std::string(static_cast<size_t>(i), '!'), 40),
+                                       RequestClass::kNormal, 1000)));
+  }
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  auto first = rig.Submit(Classed(Raw("light one", 2), RequestClass::kNormal, 2000));
+  for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
+  ASSERT_EQ(rig.worker->stats().requests, 1u) << "the light peer's first request did not end";
+  ASSERT_TRUE(Await(*first).has_value());
+  const uint64_t held_step = rig.worker->stats().steps;
+  const Job second = Classed(Raw("light two", 2), RequestClass::kNormal, 2000);
+  auto second_channel = rig.Submit(second);
+  rig.Release();
+  auto done = Await(*second_channel);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it waited for a heavy request to end";
+  EXPECT_EQ(done->tokens, Solo(second));
+  for (auto& channel : heavy) ASSERT_TRUE(Await(*channel).has_value());
+}
+
 TEST(EngineWorkerClasses, APausedDeviceHoldsBackgroundWorkAndItResumesWithTheSameTokens) {
   std::atomic<BackgroundAction> mode{BackgroundAction::kPause};
   WorkerOptions options = TestOptions();

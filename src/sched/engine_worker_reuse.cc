@@ -69,7 +69,18 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     *checkpoint = checkpoints_.Find(prompt, limit, cuts);
     return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
   };
+  // The runs of consecutive sequences the busy slots and `target` would make: where each
+  // sequence has a KV stream of its own, llama.cpp computes only consecutive sequences in one
+  // micro-batch, so every run is another pass over the weights in each decode step.
+  auto runs_with = [&](const Slot& target) {
+    std::vector<bool> used(slots_.size());
+    for (const auto& s : slots_) used[static_cast<size_t>(s->sequence)] = s->busy || s.get() == &target;
+    size_t runs = 0;
+    for (size_t i = 0; i < used.size(); ++i) runs += used[i] && (i == 0 || !used[i - 1]) ? 1 : 0;
+    return runs;
+  };
   ReusePlan best;
+  size_t best_runs = 0;
   for (auto& t : slots_) {
     if (only_target != nullptr ? t.get() != only_target : t->busy) continue;
     ReusePlan plan{.target = t.get(), .source = t.get()};
@@ -82,13 +93,18 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
       if (n >= plan.keep + options_.min_shared_prefix) plan = {.target = t.get(), .source = s.get(), .keep = n, .checkpoint = checkpoint};
     }
     // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
-    // then the least recently used slot.
+    // then the busy sequences kept consecutive; then the least recently used slot.
     const bool copies = plan.source != plan.target;
     const bool best_copies = best.target != nullptr && best.source != best.target;
+    const size_t runs = runs_with(*t);
+    const bool tie = best.target != nullptr && plan.keep == best.keep && copies == best_copies;
     const bool better = best.target == nullptr || plan.keep > best.keep ||
                         (plan.keep == best.keep && copies != best_copies && !copies) ||
-                        (plan.keep == best.keep && copies == best_copies && t->last_used < best.target->last_used);
-    if (better) best = plan;
+                        (tie && runs < best_runs) || (tie && runs == best_runs && t->last_used < best.target->last_used);
+    if (better) {
+      best = plan;
+      best_runs = runs;
+    }
   }
   if (best.target != nullptr) {
     if (const PinnedPrefix* pinned = PinnedFor(prompt, cuts, best.keep); pinned != nullptr) {

@@ -26,13 +26,7 @@ std::map<uint32_t, std::deque<Job>>::const_iterator JobQueue::NextPeer(const Cla
 
 std::optional<Job> JobQueue::PopFrom(ClassQueue& queue) {
   if (queue.by_peer.empty()) return std::nullopt;
-  auto it = queue.by_peer.find(NextPeer(queue)->first);
-  Job job = std::move(it->second.front());
-  it->second.pop_front();
-  queue.last_served = it->first;
-  if (it->second.empty()) queue.by_peer.erase(it);
-  --queue.size;
-  return job;
+  return Take(&NextPeer(queue)->second.front());
 }
 
 std::optional<Job> JobQueue::Pop(RequestClass lowest) {
@@ -82,11 +76,28 @@ size_t JobQueue::size() const {
   return n;
 }
 
-const Job* JobQueue::Peek() const {
+std::vector<const Job*> JobQueue::Heads() const {
+  std::vector<const Job*> heads;
   for (const ClassQueue& queue : classes_) {
-    if (!queue.by_peer.empty()) return &NextPeer(queue)->second.front();
+    if (queue.by_peer.empty()) continue;
+    auto it = NextPeer(queue);
+    for (size_t n = 0; n < queue.by_peer.size(); ++n, ++it) {
+      if (it == queue.by_peer.end()) it = queue.by_peer.begin();
+      heads.push_back(&it->second.front());
+    }
   }
-  return nullptr;
+  return heads;
+}
+
+Job JobQueue::Take(const Job* head) {
+  ClassQueue& queue = classes_[ClassIndex(head->request_class)];
+  auto it = queue.by_peer.find(head->peer_uid.value_or(kUnknownPeer));
+  Job job = std::move(it->second.front());
+  it->second.pop_front();
+  queue.last_served = it->first;
+  if (it->second.empty()) queue.by_peer.erase(it);
+  --queue.size;
+  return job;
 }
 
 std::vector<const Job*> JobQueue::InOrder() const {

@@ -42,8 +42,14 @@ class JobQueue {
   size_t size(RequestClass c) const { return classes_[ClassIndex(c)].size; }
   // Jobs that a new job of class `c` would wait behind: those of its class and higher.
   size_t AheadOf(RequestClass c) const;
-  // The job Pop would hand out next (valid until the queue changes); null when empty.
-  const Job* Peek() const;
+  // The first waiting job of every peer, in the order Pop would reach them: the highest class
+  // first, and within a class the peers in their turn (pointers valid until the queue
+  // changes). Admission takes the first it may: a peer whose turn it is but who may not take
+  // a sequence now does not hold the peers after it back.
+  std::vector<const Job*> Heads() const;
+  // Takes `head`, one of Heads(), as Pop would take it in its turn: the next turn of its
+  // class is the peer after its own.
+  Job Take(const Job* head);
   // Every waiting job in the order Pop would hand them out now (pointers valid until the
   // queue changes): where each stands.
   std::vector<const Job*> InOrder() const;

@@ -62,8 +62,30 @@ TEST(JobQueue, InOrderIsTheOrderPopHandsThemOut) {
   std::vector<std::string> predicted;
   for (const Job* job : queue.InOrder()) predicted.push_back(NameOf(*job));
   EXPECT_EQ(predicted, (std::vector<std::string>{"b1", "a2", "a3", "x1"}));
-  EXPECT_EQ(NameOf(*queue.Peek()), "b1");
+  EXPECT_EQ(NameOf(*queue.Heads().front()), "b1");
   EXPECT_EQ(Drain(queue), predicted);
+}
+
+TEST(JobQueue, HeadsListEachPeersNextJobInTurnAndTakingOnePassesTheTurnOn) {
+  JobQueue queue(16);
+  for (const char* name : {"a1", "a2"}) ASSERT_TRUE(queue.Push(Named(name, RequestClass::kNormal, 1)).ok());
+  ASSERT_TRUE(queue.Push(Named("b1", RequestClass::kNormal, 2)).ok());
+  ASSERT_TRUE(queue.Push(Named("c1", RequestClass::kNormal, 3)).ok());
+  ASSERT_TRUE(queue.Push(Named("x1", RequestClass::kBackground, 1)).ok());
+  ASSERT_TRUE(queue.Push(Named("i1", RequestClass::kInteractive, 2)).ok());
+  EXPECT_EQ(NameOf(*queue.Pop()), "i1");
+  EXPECT_EQ(NameOf(*queue.Pop()), "a1");  // peer 2's turn next
+  auto names = [](const std::vector<const Job*>& jobs) {
+    std::vector<std::string> out;
+    for (const Job* job : jobs) out.push_back(NameOf(*job));
+    return out;
+  };
+  EXPECT_EQ(names(queue.Heads()), (std::vector<std::string>{"b1", "c1", "a2", "x1"}));
+  // Peer 3 is taken out of turn (peer 2 may not take a sequence now): the turn goes on from 3.
+  EXPECT_EQ(NameOf(queue.Take(queue.Heads()[1])), "c1");
+  EXPECT_EQ(names(queue.Heads()), (std::vector<std::string>{"a2", "b1", "x1"}));
+  EXPECT_EQ(queue.size(), 3u);
+  EXPECT_EQ(Drain(queue), (std::vector<std::string>{"a2", "b1", "x1"}));
 }
 
 TEST(JobQueue, EachClassHasItsOwnDepth) {

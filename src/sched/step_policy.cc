@@ -18,6 +18,44 @@ bool SitsOut(const SlotView& view, const StepPolicyOptions& options, uint64_t st
   return false;
 }
 
+// The runs of consecutive slots in `slots`.
+size_t Runs(std::vector<size_t> slots) {
+  std::sort(slots.begin(), slots.end());
+  size_t runs = 0;
+  for (size_t i = 0; i < slots.size(); ++i) runs += i == 0 || slots[i] != slots[i - 1] + 1 ? 1 : 0;
+  return runs;
+}
+
+// Which of a peer's own slots of one class decode is the policy's choice: it takes those that
+// keep the decoding slots in fewer runs of consecutive sequences (with a KV stream per
+// sequence, llama.cpp computes each run as a micro-batch of its own, another pass over the
+// weights), swapping a running slot for a paused one of the same peer and class while that
+// joins runs. The ranking across peers and classes stays as it was.
+void KeepRunsTogether(const std::vector<SlotView>& busy, StepChoice* choice) {
+  std::map<size_t, const SlotView*> view;
+  for (const SlotView& v : busy) view[v.slot] = &v;
+  auto alike = [&](size_t a, size_t b) {
+    return view[a]->request_class == view[b]->request_class && view[a]->peer_uid == view[b]->peer_uid;
+  };
+  for (bool swapped = true; swapped;) {
+    swapped = false;
+    const size_t runs = Runs(choice->decode);
+    for (size_t& paused : choice->paused) {
+      if (!view[paused]->generating) continue;
+      for (size_t& running : choice->decode) {
+        if (!alike(paused, running)) continue;
+        std::vector<size_t> trial = choice->decode;
+        std::replace(trial.begin(), trial.end(), running, paused);
+        if (Runs(trial) >= runs) continue;
+        std::swap(paused, running);
+        swapped = true;
+        break;
+      }
+      if (swapped) break;
+    }
+  }
+}
+
 }  // namespace
 
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step) {
@@ -55,6 +93,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     }
     if (view->request_class == RequestClass::kInteractive) runs = true;
   }
+  KeepRunsTogether(busy, &choice);
   return choice;
 }
 

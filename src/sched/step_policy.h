@@ -10,13 +10,16 @@
 //    admission order, and the first decode_width run; the rest are paused. So a peer with many
 //    requests in flight gives way to another peer of the same class, as a higher class does.
 //    A paused slot resumes exactly where it stopped: nothing of its memory or its sampler moves.
+//    Which of one peer's own slots of a class run is the policy's to choose: those that keep
+//    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
+//    micro-batch of its own where each sequence has a KV stream).
 //  - Prompts prefill in rank order, so an interactive prompt goes first.
 //  - While an interactive slot runs, or one is expected (interactive work was seen lately or
 //    the config grants it), the prompt chunks of lower classes share at most
-//    `shared_prefill_tokens` a step between them. A step is not cut short once it runs, so
-//    this bounds how long an arriving voice request waits for the step ahead of it, and a
-//    long background prompt never stalls a voice answer for a whole batch of prefill. A prompt
-//    whose chunks cannot be cut shorter (fixed_chunks) shares only while interactive work runs.
+//    `shared_prefill_tokens` a step between them, so a long background prompt never stalls a
+//    voice answer for a whole batch of prefill, and a lower call that an arriving voice request
+//    stops (EngineWorker::Step) loses little. A prompt whose chunks cannot be cut shorter
+//    (fixed_chunks) shares only while interactive work runs.
 //  - Background work is paused or throttled (one step in `throttle_period`) by the device's
 //    condition (battery, heat); interactive and normal work always runs.
 //

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace llmd::sched {
@@ -27,12 +28,35 @@ TEST(StepPolicy, EverySlotRunsWhileTheWidthHoldsThem) {
 }
 
 TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
-  const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(1, kBackground, 2),
-                                      Generating(2, kNormal, 3), Prefilling(3, kInteractive, 4)};
+  const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(2, kBackground, 2),
+                                      Generating(1, kNormal, 3), Prefilling(3, kInteractive, 4)};
   const StepChoice choice = ChooseStep(busy, {.decode_width = 3}, 1);
   EXPECT_EQ(choice.prefill, (std::vector<size_t>{3}));   // the interactive prompt first
-  EXPECT_EQ(choice.decode, (std::vector<size_t>{2, 0}));  // then by class, then by age
-  EXPECT_EQ(choice.paused, (std::vector<size_t>{1}));
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{1, 0}));  // then by class, then by age
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{2}));
+}
+
+TEST(StepPolicy, WhichOfAPeersOwnSlotsPausesKeepsTheDecodingSequencesConsecutive) {
+  // One peer's four background requests on sequences 0-3, and an interactive one on 4: pausing
+  // the newest (on 2) would decode 0, 1, 3 and 4, two runs (two passes over the weights);
+  // pausing the one on 0 decodes 1-4, one run.
+  std::vector<SlotView> busy;
+  for (size_t s : {0u, 1u, 3u, 2u}) busy.push_back(Generating(s, kBackground, 1 + busy.size()));
+  for (SlotView& v : busy) v.peer_uid = 7;
+  busy.push_back(Generating(4, kInteractive, 5));
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4}, 1);
+  std::vector<size_t> decode = choice.decode;
+  std::sort(decode.begin(), decode.end());
+  EXPECT_EQ(decode, (std::vector<size_t>{1, 2, 3, 4}));
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
+
+  // Another peer's slot is not the policy's to trade: peer 8's only request keeps its turn,
+  // ahead of peer 7's second, whatever the runs.
+  busy[0].peer_uid = 8;
+  const StepChoice fair = ChooseStep(busy, {.decode_width = 4}, 1);
+  std::vector<size_t> fair_decode = fair.decode;
+  std::sort(fair_decode.begin(), fair_decode.end());
+  EXPECT_EQ(fair_decode, (std::vector<size_t>{0, 1, 3, 4}));
 }
 
 TEST(StepPolicy, InteractivePromptsPrefillFirstAndLowerOnesGetOnlyTheSharedTokens) {
