@@ -73,7 +73,7 @@ constexpr ModelSeries kTokenAndSchedulerSeries[] = {
      "Prompts sharing a resident prefix that no checkpoint covered (recomputed).",
      [](sched::EngineWorker& w) { return std::to_string(w.stats().checkpoint_misses); }},
     {"llmd_preemptions_total", "counter",
-     "Times a running request was paused, its memory kept, so that a higher class could run.",
+     "Times a running request was paused, its memory kept, or its decode call stopped, so that a higher class could run.",
      [](sched::EngineWorker& w) { return std::to_string(w.stats().preemptions); }},
     {"llmd_paused_sequences", "gauge", "Requests sitting out the last step for a higher class or the device.",
      [](sched::EngineWorker& w) { return std::to_string(w.stats().paused); }},

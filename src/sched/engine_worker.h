@@ -267,6 +267,9 @@ class EngineWorker {
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
   StepChoice ChooseThisStep();
+  // Runs a step's calls, the highest class's first, stopping or skipping those a newly arrived
+  // job outranks; true when one failed or was stopped.
+  bool RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls);
   // The highest class (lowest ClassIndex) among the slots of a call.
   int CallRank(const std::vector<engine::DecodeItem>& call) const;
   // Whether a call may be stopped or skipped for an arrival that outranks it: none of its

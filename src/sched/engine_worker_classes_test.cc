@@ -125,17 +125,30 @@ TEST(EngineWorkerClasses, PeersTakeTurnsWithinAClass) {
   EXPECT_EQ(names, (std::vector<std::string>{"A one", "B one", "A two.", "A three"}));
 }
 
-TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRunsAtOnce) {
+// Six sequences, four run in a step.
+WorkerOptions FourWide() {
   WorkerOptions options = TestOptions();
   options.decode_width = 4;
-  Rig rig({.sequences = 6}, options);
+  return options;
+}
+const FakeEngineOptions kSixSequences{.sequences = 6};
+
+// Peer 1000 sends five normal requests of `max_tokens` on a held rig: four run, the fifth waits
+// for one of them.
+std::vector<std::shared_ptr<JobChannel>> HeavyPeer(Rig& rig, int32_t max_tokens) {
   rig.fake->HoldDecodes();
   std::vector<std::shared_ptr<JobChannel>> heavy;
   for (int i = 0; i < 5; ++i) {
-    heavy.push_back(rig.Submit(Classed(Raw("heavy peer request " + std::string(static_cast<size_t>(i), '!'), 12),
+    heavy.push_back(rig.Submit(Classed(Raw("heavy peer request " + std::string(static_cast<size_t>(i), '!'), max_tokens),
                                        RequestClass::kNormal, 1000)));
   }
-  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  EXPECT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  return heavy;
+}
+
+TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRunsAtOnce) {
+  Rig rig(kSixSequences, FourWide());
+  std::vector<std::shared_ptr<JobChannel>> heavy = HeavyPeer(rig, 12);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(rig.Step());
   const uint64_t held_step = rig.worker->stats().steps;
   const Job light = Classed(Raw("the other peer", 4), RequestClass::kNormal, 2000);
@@ -154,16 +167,8 @@ TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRu
 // queued request may not take a sequence: the light one's is admitted anyway, not held behind
 // it until a heavy request ends.
 TEST(EngineWorkerClasses, APeerWhoseTurnItIsButWhoMayNotTakeASequenceHoldsNoOneBack) {
-  WorkerOptions options = TestOptions();
-  options.decode_width = 4;
-  Rig rig({.sequences = 6}, options);
-  rig.fake->HoldDecodes();
-  std::vector<std::shared_ptr<JobChannel>> heavy;
-  for (int i = 0; i < 5; ++i) {  // four run; the fifth waits for one of them
-    heavy.push_back(rig.Submit(Classed(Raw("heavy peer request " + std::string(static_cast<size_t>(i), '!'), 40),
-                                       RequestClass::kNormal, 1000)));
-  }
-  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  Rig rig(kSixSequences, FourWide());
+  std::vector<std::shared_ptr<JobChannel>> heavy = HeavyPeer(rig, 40);
   auto first = rig.Submit(Classed(Raw("light one", 2), RequestClass::kNormal, 2000));
   for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
   ASSERT_EQ(rig.worker->stats().requests, 1u) << "the light peer's first request did not end";

@@ -100,12 +100,22 @@ bool EngineWorker::Step() {
   } else {
     calls.push_back(std::move(batch));
   }
-  for (auto& call : calls) OrderBySequence(&call);
+  const bool failed = RunCalls(&calls);
+  // A step that also prefilled, or failed, says nothing about what drafts cost.
+  if (!prefilled && !failed && !generating.empty()) {
+    draft_governor_.OnStep(generating.size(), drafted, clock_.NowUs() - start_us,
+                           static_cast<int64_t>(sampled_tokens_ - sampled_before));
+  }
+  return true;
+}
+
+bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls) {
+  for (auto& call : *calls) OrderBySequence(&call);
   // The calls of the highest class first: an interactive prompt is computed before the
   // background decodes beside it, and its first token comes out a call sooner.
-  std::stable_sort(calls.begin(), calls.end(), [&](const auto& a, const auto& b) { return CallRank(a) < CallRank(b); });
+  std::stable_sort(calls->begin(), calls->end(), [&](const auto& a, const auto& b) { return CallRank(a) < CallRank(b); });
   bool failed = false;
-  for (auto& call : calls) {
+  for (auto& call : *calls) {
     // A job that outranks the call arrived during the step: the call is skipped, or stopped
     // where the engine can undo it, and the job is admitted and prefilled next.
     const int rank = CallRank(call);
@@ -130,12 +140,7 @@ bool EngineWorker::Step() {
     for (const auto& item : call) slots_[item.sequence]->stopped = false;
     AfterDecode(call, OutputsOf(call));
   }
-  // A step that also prefilled, or failed, says nothing about what drafts cost.
-  if (!prefilled && !failed && !generating.empty()) {
-    draft_governor_.OnStep(generating.size(), drafted, clock_.NowUs() - start_us,
-                           static_cast<int64_t>(sampled_tokens_ - sampled_before));
-  }
-  return true;
+  return failed;
 }
 
 int EngineWorker::CallRank(const std::vector<engine::DecodeItem>& call) const {
