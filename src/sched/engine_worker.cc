@@ -50,11 +50,13 @@ Status EngineWorker::Submit(Job job) {
   job.submitted_ms = clock_.NowMs();
   const Holder holder{job.request_class, job.peer_uid};
   LLMD_RETURN_IF_ERROR(queue_.Push(std::move(job)));
-  // A job the next admission takes stops a running call of a lower class (Step). Written
-  // under mu_ only; the engine's compute thread reads it.
-  if (MayAdmit(holder, admission_holders_, width_.load(), admission_free_) &&
-      ClassIndex(holder.request_class) < arrived_rank_.load()) {
-    arrived_rank_ = ClassIndex(holder.request_class);
+  // A job the next admission takes stops a running call that stands below it (RunCalls).
+  // Written under mu_ only; the engine's compute thread reads it.
+  if (MayAdmit(holder, admission_holders_, width_.load(), admission_free_)) {
+    const bool peers_first = std::none_of(admission_holders_.begin(), admission_holders_.end(), [&](const Holder& h) {
+      return h.request_class == holder.request_class && h.peer_uid == holder.peer_uid;
+    });
+    arrived_standing_ = std::min(arrived_standing_.load(), Standing(holder.request_class, peers_first));
   }
   cv_.notify_one();
   return Status::Ok();
@@ -335,7 +337,7 @@ void EngineWorker::SwapWhenIdle(std::unique_lock<std::mutex>& lock) {
 
 std::vector<Job> EngineWorker::PopAdmissible() {
   std::vector<Job> admitted;
-  arrived_rank_ = kRequestClasses;
+  arrived_standing_ = kNoStanding;
   admission_holders_.clear();
   admission_free_ = 0;
   if (pending_ || stopping_) return admitted;

@@ -270,8 +270,8 @@ class EngineWorker {
   // Runs a step's calls, the highest class's first, stopping or skipping those a newly arrived
   // job outranks; true when one failed or was stopped.
   bool RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls);
-  // The highest class (lowest ClassIndex) among the slots of a call.
-  int CallRank(const std::vector<engine::DecodeItem>& call) const;
+  // The highest Standing among the slots of a call.
+  int CallStanding(const std::vector<engine::DecodeItem>& call) const;
   // Whether a call may be stopped or skipped for an arrival that outranks it: none of its
   // slots was stopped last time, and it verifies no draft.
   bool MayStop(const std::vector<engine::DecodeItem>& call) const;
@@ -363,9 +363,9 @@ class EngineWorker {
   // submitted since would be admitted at the next one (guarded by mu_).
   std::vector<Holder> admission_holders_;
   size_t admission_free_ = 0;
-  // The highest class (lowest ClassIndex; kRequestClasses: none) of the jobs submitted since
-  // the last admission that it would admit: a running call of a lower class stops for them.
-  std::atomic<int> arrived_rank_{kRequestClasses};
+  // The highest Standing (step_policy.h) of the jobs submitted since the last admission that
+  // it would admit (kNoStanding: none): a running call that stands below stops for them.
+  std::atomic<int> arrived_standing_{kNoStanding};
 
   SessionStore sessions_;  // thread-safe itself
   // The one source of the Stats counters, guarded by stats_mu_.

@@ -293,6 +293,36 @@ TEST(EngineWorkerClasses, AStoppedCallRunsWholeNextTimeSoArrivalsSlowLowerClasse
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
 }
 
+// Within a class a peer's first request stands before another peer's later ones (as the step
+// policy ranks them): it stops the call of the other peer's second request, not of its first.
+TEST(EngineWorkerClasses, APeersFirstRequestStopsTheCallOfAnotherPeersLaterOne) {
+  const FakeEngineOptions engine{.sequences = 6, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, FourWide());
+  const Job heavy_first = Classed(Raw("the heavy peer's first", 8), RequestClass::kNormal, 1000);
+  const Job heavy_second = Classed(Raw(std::string(100, 'h'), 8), RequestClass::kNormal, 1000);
+  const Job light = Classed(Raw("the light peer", 4), RequestClass::kNormal, 2000);
+  rig.fake->HoldDecodes();
+  auto first_channel = rig.Submit(heavy_first);
+  auto second_channel = rig.Submit(heavy_second);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the heavy peer's first prompt
+  ASSERT_TRUE(rig.Step());                            // its second prompt's call is held
+  auto light_channel = rig.Submit(light);
+  rig.Release();
+  auto light_done = Await(*light_channel);
+  auto second_done = Await(*second_channel);
+  ASSERT_TRUE(light_done.has_value() && second_done.has_value());
+  ASSERT_TRUE(Await(*first_channel).has_value());
+  const Batches stopped = rig.fake->stopped_batches();
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].size(), 100u);  // the heavy peer's second prompt
+  EXPECT_EQ(second_done->stats.preemptions, 1);
+  const Batches batches = rig.fake->batches();
+  EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("the light peer")),
+            BatchEndingPrompt(batches, FakeEngine::Bytes(std::string(100, 'h'))));
+  EXPECT_EQ(light_done->tokens, Solo(light, engine, FourWide()));
+  EXPECT_EQ(second_done->tokens, Solo(heavy_second, engine, FourWide()));
+}
+
 TEST(EngineWorkerClasses, OnRecurrentMemoryARunningCallIsNeverStopped) {
   const FakeEngineOptions recurrent{.sequences = 3, .memory = FakeMemory::kRecurrent};
   Rig rig(recurrent, NarrowOptions());

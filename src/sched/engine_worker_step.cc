@@ -113,19 +113,22 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
   for (auto& call : *calls) OrderBySequence(&call);
   // The calls of the highest class first: an interactive prompt is computed before the
   // background decodes beside it, and its first token comes out a call sooner.
-  std::stable_sort(calls->begin(), calls->end(), [&](const auto& a, const auto& b) { return CallRank(a) < CallRank(b); });
+  std::stable_sort(calls->begin(), calls->end(),
+                   [&](const auto& a, const auto& b) { return CallStanding(a) < CallStanding(b); });
   bool failed = false;
   for (auto& call : *calls) {
     // A job that outranks the call arrived during the step: the call is skipped, or stopped
     // where the engine can undo it, and the job is admitted and prefilled next.
-    const int rank = CallRank(call);
+    const int standing = CallStanding(call);
     const bool may_stop = MayStop(call);
-    if (may_stop && arrived_rank_.load() < rank) {
+    if (may_stop && arrived_standing_.load() < standing) {
       OnStopped(call);
       failed = true;
       continue;
     }
-    const std::function<bool()> stop = [this, rank] { return arrived_rank_.load(std::memory_order_relaxed) < rank; };
+    const std::function<bool()> stop = [this, standing] {
+      return arrived_standing_.load(std::memory_order_relaxed) < standing;
+    };
     Status st = DecodeFreeingMemory(&call, may_stop ? &stop : nullptr);
     if (st.code() == StatusCode::kCancelled && may_stop) {
       OnStopped(call);
@@ -143,10 +146,18 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
   return failed;
 }
 
-int EngineWorker::CallRank(const std::vector<engine::DecodeItem>& call) const {
-  int rank = kRequestClasses;
-  for (const auto& item : call) rank = std::min(rank, ClassIndex(slots_[item.sequence]->job.request_class));
-  return rank;
+int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) const {
+  int standing = kNoStanding;
+  for (const auto& item : call) {
+    const Slot& s = *slots_[item.sequence];
+    // Its peer's first busy slot of its class (the oldest job).
+    const bool peers_first = std::none_of(slots_.begin(), slots_.end(), [&](const auto& t) {
+      return t->busy && t->job.request_class == s.job.request_class && t->job.peer_uid == s.job.peer_uid &&
+             t->job_id < s.job_id;
+    });
+    standing = std::min(standing, Standing(s.job.request_class, peers_first));
+  }
+  return standing;
 }
 
 bool EngineWorker::MayStop(const std::vector<engine::DecodeItem>& call) const {

@@ -69,6 +69,12 @@ struct StepChoice {
   int64_t shared_prefill_tokens = 0;
 };
 
+// Where a job stands against a running decode call it might stop (EngineWorker::RunCalls):
+// by class, then a peer's first job of its class before any peer's later ones, as ChooseStep
+// ranks them. Lower stands higher; kNoStanding is below every job.
+inline int Standing(RequestClass c, bool peers_first) { return ClassIndex(c) * 2 + (peers_first ? 0 : 1); }
+inline constexpr int kNoStanding = kRequestClasses * 2;
+
 // `step`: the number of the step about to run (for throttling).
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step);
 
