@@ -13,9 +13,10 @@
 // does not fit the decode width. The sequences beyond the width are for a higher class: an
 // interactive job arriving while background work fills the width takes one, and a background
 // slot sits out, its memory kept in place, until there is room again. A job that arrives
-// while a step runs and outranks a call of it stops that call (skipped, or stopped while it
+// while a step runs and stands above a call of it (a higher class, or its peer's first job
+// against other peers' later ones: Standing) stops that call (skipped, or stopped while it
 // computes where the engine can drop it: Engine::DecodeBatchUnlessStopped), so it waits for
-// no lower-class work; the stopped tokens are computed again next step, whole.
+// no work below it; the stopped tokens are computed again next step, whole.
 //
 // Prefix reuse: a new job takes the free slot that lets it skip the most prompt tokens: its
 // own cached tokens, or another slot's copied over (the same system prompt held by a busy
