@@ -305,17 +305,22 @@ TEST(EngineWorkerClasses, APeersFirstRequestStopsTheCallOfAnotherPeersLaterOne) 
   auto first_channel = rig.Submit(heavy_first);
   auto second_channel = rig.Submit(heavy_second);
   ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the heavy peer's first prompt
-  ASSERT_TRUE(rig.Step());                            // its second prompt's call is held
+  // The held call is the heavy peer's second prompt (both were admitted together) or its
+  // first request's decode (the second came a step later, and its prompt call follows).
+  ASSERT_TRUE(rig.Step());
   auto light_channel = rig.Submit(light);
   rig.Release();
   auto light_done = Await(*light_channel);
   auto second_done = Await(*second_channel);
-  ASSERT_TRUE(light_done.has_value() && second_done.has_value());
-  ASSERT_TRUE(Await(*first_channel).has_value());
+  auto first_done = Await(*first_channel);
+  ASSERT_TRUE(light_done.has_value() && second_done.has_value() && first_done.has_value());
+  // The second prompt's call was stopped while it computed, or skipped before it started:
+  // either way it kept nothing, once. The heavy peer's first request was never stopped.
   const Batches stopped = rig.fake->stopped_batches();
-  ASSERT_EQ(stopped.size(), 1u);
-  EXPECT_EQ(stopped[0].size(), 100u);  // the heavy peer's second prompt
+  ASSERT_LE(stopped.size(), 1u);
+  if (!stopped.empty()) EXPECT_EQ(stopped[0].size(), 100u);
   EXPECT_EQ(second_done->stats.preemptions, 1);
+  EXPECT_EQ(first_done->stats.preemptions, 0);
   const Batches batches = rig.fake->batches();
   EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("the light peer")),
             BatchEndingPrompt(batches, FakeEngine::Bytes(std::string(100, 'h'))));
