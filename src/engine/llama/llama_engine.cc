@@ -10,7 +10,6 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <optional>
 #include <thread>
 
@@ -21,6 +20,7 @@
 #include "engine/context_size.h"
 #include "engine/llama/llama_chat_template.h"
 #include "engine/llama/llama_context_setup.h"
+#include "engine/llama/llama_decode_call.h"
 #include "engine/llama/llama_devices.h"
 #include "engine/llama/llama_drafter.h"
 #include "engine/llama/llama_placement.h"
@@ -128,11 +128,9 @@ class LlamaEngine final : public Engine {
 
   Status DecodeBatch(const std::vector<DecodeItem>& items) override { return Decode(items, nullptr); }
 
-  // llama.cpp asks the abort callback between the graph's operations and, when it says stop,
-  // drops the positions of the micro-batch it was computing; those of earlier micro-batches
-  // of the call stay, so the whole call is dropped here. Attention cells can be dropped;
-  // recurrent state is changed in place, and the MTP layer follows every target call, so
-  // those calls run whole.
+  // A stopped call keeps nothing (DecodeCall) only where its cells can be dropped: recurrent
+  // state is changed in place, and the MTP layer follows every target call, so those calls
+  // run whole.
   Status DecodeBatchUnlessStopped(const std::vector<DecodeItem>& items, const std::function<bool()>& stop) override {
     if (!info_.memory.partial_truncation || drafter_) return Decode(items, nullptr);
     return Decode(items, &stop);
@@ -156,31 +154,7 @@ class LlamaEngine final : public Engine {
         written_[d.sequence] = std::max(written_[d.sequence], d.position + 1);
       }
     }
-    llama_batch batch = llama_batch_init(static_cast<int32_t>(items.size()), 0, 1);
-    for (size_t i = 0; i < items.size(); ++i) {
-      batch.token[i] = items[i].token;
-      batch.pos[i] = items[i].position;
-      batch.n_seq_id[i] = 1;
-      batch.seq_id[i][0] = items[i].sequence;
-      batch.logits[i] = items[i].logits;
-    }
-    batch.n_tokens = static_cast<int32_t>(items.size());
-    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), FlashAttnRows(items, info_.memory.prompt_call_tokens));
-    std::optional<HeldLlamaLogs> held_logs;
-    if (stop != nullptr) held_logs.emplace();
-    stop_ = stop;
-    int32_t rc = llama_decode(ctx_.get(), batch);
-    stop_ = nullptr;
-    ggml_threadpool_set_flash_attn_rows(threadpool_.get(), GGML_FA_ROWS_STOCK);
-    llama_batch_free(batch);
-    if (rc == 2) {  // stopped (llama.h: aborted)
-      if (held_logs) held_logs->Drop();
-      UndoCall(items);
-      return CancelledError("the decode call was stopped for a request of a higher class");
-    }
-    // 1: no room in the KV cache for the batch (llama.h); it changed nothing.
-    if (rc == 1) return ResourceExhaustedError("no room in the KV cache for a batch of " + std::to_string(items.size()) + " tokens");
-    if (rc != 0) return InternalError("llama_decode failed with code " + std::to_string(rc));
+    LLMD_RETURN_IF_ERROR(DecodeCall(ctx_.get(), threadpool_.get(), items, info_.memory.prompt_call_tokens, stop));
     if (drafter_) {
       // The target's step stands either way; the MTP layer's sequences in it stop drafting.
       if (Status st = drafter_->AfterTargetDecode(items); !st.ok()) {
@@ -459,27 +433,8 @@ class LlamaEngine final : public Engine {
   void DescribeModel(const format::ModelFileInfo& file, const LlamaPlacement& placement, ggml_type kv_type);
   std::string Piece(TokenId token, bool special = false) const;
 
-  // The abort callback: asked by the compute thread that called llama_decode (ggml's thread
-  // 0), so stop_ needs no lock.
-  static bool StopRequested(void* self) {
-    const std::function<bool()>* stop = static_cast<LlamaEngine*>(self)->stop_;
-    return stop != nullptr && (*stop)();
-  }
-  // Drops what a stopped call kept: each of its sequences from its first position in the call.
-  void UndoCall(const std::vector<DecodeItem>& items) {
-    std::map<int32_t, int32_t> first;
-    for (const auto& d : items) {
-      auto [it, added] = first.emplace(d.sequence, d.position);
-      if (!added) it->second = std::min(it->second, d.position);
-    }
-    for (const auto& [sequence, position] : first) {
-      llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, position, -1);
-    }
-  }
-
   EngineConfig config_;
   llama_model_ptr model_;
-  const std::function<bool()>* stop_ = nullptr;  // DecodeBatchUnlessStopped's, during its call
   struct ThreadpoolDeleter {
     void operator()(ggml_threadpool* t) const { ggml_threadpool_free(t); }
   };
@@ -631,7 +586,7 @@ Status LlamaEngine::CreateContext() {
     }
   }
   llama_attach_threadpool(ctx_.get(), threadpool_.get(), threadpool_.get());
-  llama_set_abort_callback(ctx_.get(), &LlamaEngine::StopRequested, this);
+  AllowStoppedCalls(ctx_.get());
   if (drafter_) {
     if (Status st = drafter_->AttachTarget(ctx_.get(), threadpool_.get()); !st.ok()) {
       ctx_.reset();
