@@ -146,18 +146,23 @@ std::vector<std::shared_ptr<JobChannel>> HeavyPeer(Rig& rig, int32_t max_tokens)
   return heavy;
 }
 
+// Submits `job` on a held rig and lets everything run: the job's prefill begins in the very
+// next step (it waited for no heavy request to end), and its tokens are its solo run's.
+void ExpectAdmittedAtOnce(Rig& rig, const Job& job) {
+  const uint64_t held_step = rig.worker->stats().steps;
+  auto channel = rig.Submit(job);
+  rig.Release();
+  auto done = Await(*channel);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it waited for a heavy request to end";
+  EXPECT_EQ(done->tokens, Solo(job));
+}
+
 TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRunsAtOnce) {
   Rig rig(kSixSequences, FourWide());
   std::vector<std::shared_ptr<JobChannel>> heavy = HeavyPeer(rig, 12);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(rig.Step());
-  const uint64_t held_step = rig.worker->stats().steps;
-  const Job light = Classed(Raw("the other peer", 4), RequestClass::kNormal, 2000);
-  auto light_channel = rig.Submit(light);
-  rig.Release();
-  auto done = Await(*light_channel);
-  ASSERT_TRUE(done.has_value()) << done.error().ToString();
-  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it did not wait for a heavy request to end";
-  EXPECT_EQ(done->tokens, Solo(light));
+  ExpectAdmittedAtOnce(rig, Classed(Raw("the other peer", 4), RequestClass::kNormal, 2000));
   for (auto& channel : heavy) ASSERT_TRUE(Await(*channel).has_value());
   EXPECT_GE(rig.worker->stats().preemptions, 1u);  // the heavy peer's newest sat out for it
   EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 4u);
@@ -173,14 +178,7 @@ TEST(EngineWorkerClasses, APeerWhoseTurnItIsButWhoMayNotTakeASequenceHoldsNoOneB
   for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
   ASSERT_EQ(rig.worker->stats().requests, 1u) << "the light peer's first request did not end";
   ASSERT_TRUE(Await(*first).has_value());
-  const uint64_t held_step = rig.worker->stats().steps;
-  const Job second = Classed(Raw("light two", 2), RequestClass::kNormal, 2000);
-  auto second_channel = rig.Submit(second);
-  rig.Release();
-  auto done = Await(*second_channel);
-  ASSERT_TRUE(done.has_value()) << done.error().ToString();
-  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it waited for a heavy request to end";
-  EXPECT_EQ(done->tokens, Solo(second));
+  ExpectAdmittedAtOnce(rig, Classed(Raw("light two", 2), RequestClass::kNormal, 2000));
   for (auto& channel : heavy) ASSERT_TRUE(Await(*channel).has_value());
 }
 
@@ -318,7 +316,9 @@ TEST(EngineWorkerClasses, APeersFirstRequestStopsTheCallOfAnotherPeersLaterOne) 
   // either way it kept nothing, once. The heavy peer's first request was never stopped.
   const Batches stopped = rig.fake->stopped_batches();
   ASSERT_LE(stopped.size(), 1u);
-  if (!stopped.empty()) EXPECT_EQ(stopped[0].size(), 100u);
+  if (!stopped.empty()) {
+    EXPECT_EQ(stopped[0].size(), 100u);
+  }
   EXPECT_EQ(second_done->stats.preemptions, 1);
   EXPECT_EQ(first_done->stats.preemptions, 0);
   const Batches batches = rig.fake->batches();

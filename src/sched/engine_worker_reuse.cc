@@ -69,15 +69,13 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     *checkpoint = checkpoints_.Find(prompt, limit, cuts);
     return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
   };
-  // The runs of consecutive sequences the busy slots and `target` would make: where each
-  // sequence has a KV stream of its own, llama.cpp computes only consecutive sequences in one
-  // micro-batch, so every run is another pass over the weights in each decode step.
+  // The runs of consecutive sequences (step_policy.h) the busy slots and `target` would make.
   auto runs_with = [&](const Slot& target) {
-    std::vector<bool> used(slots_.size());
-    for (const auto& s : slots_) used[static_cast<size_t>(s->sequence)] = s->busy || s.get() == &target;
-    size_t runs = 0;
-    for (size_t i = 0; i < used.size(); ++i) runs += used[i] && (i == 0 || !used[i - 1]) ? 1 : 0;
-    return runs;
+    std::vector<size_t> used;
+    for (const auto& s : slots_) {
+      if (s->busy || s.get() == &target) used.push_back(static_cast<size_t>(s->sequence));
+    }
+    return Runs(std::move(used));
   };
   ReusePlan best;
   size_t best_runs = 0;

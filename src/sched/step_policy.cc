@@ -18,14 +18,6 @@ bool SitsOut(const SlotView& view, const StepPolicyOptions& options, uint64_t st
   return false;
 }
 
-// The runs of consecutive slots in `slots`.
-size_t Runs(std::vector<size_t> slots) {
-  std::sort(slots.begin(), slots.end());
-  size_t runs = 0;
-  for (size_t i = 0; i < slots.size(); ++i) runs += i == 0 || slots[i] != slots[i - 1] + 1 ? 1 : 0;
-  return runs;
-}
-
 // Which of a peer's own slots of one class decode is the policy's choice: it takes those that
 // keep the decoding slots in fewer runs of consecutive sequences (with a KV stream per
 // sequence, llama.cpp computes each run as a micro-batch of its own, another pass over the
@@ -57,6 +49,13 @@ void KeepRunsTogether(const std::vector<SlotView>& busy, StepChoice* choice) {
 }
 
 }  // namespace
+
+size_t Runs(std::vector<size_t> sequences) {
+  std::sort(sequences.begin(), sequences.end());
+  size_t runs = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) runs += i == 0 || sequences[i] != sequences[i - 1] + 1 ? 1 : 0;
+  return runs;
+}
 
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step) {
   std::vector<const SlotView*> ranked;

@@ -69,6 +69,11 @@ struct StepChoice {
   int64_t shared_prefill_tokens = 0;
 };
 
+// The runs of consecutive ids among `sequences` (any order): with a KV stream per sequence,
+// llama.cpp computes each run of a decode call as a micro-batch of its own, a pass over the
+// weights.
+size_t Runs(std::vector<size_t> sequences);
+
 // Where a job stands against a running decode call it might stop (EngineWorker::RunCalls):
 // by class, then a peer's first job of its class before any peer's later ones, as ChooseStep
 // ranks them. Lower stands higher; kNoStanding is below every job.

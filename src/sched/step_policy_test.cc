@@ -36,6 +36,13 @@ TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
   EXPECT_EQ(choice.paused, (std::vector<size_t>{2}));
 }
 
+TEST(StepPolicy, RunsCountsConsecutiveSequencesInAnyOrder) {
+  EXPECT_EQ(Runs({}), 0u);
+  EXPECT_EQ(Runs({3, 1, 2, 0}), 1u);
+  EXPECT_EQ(Runs({4, 0, 1, 3}), 2u);
+  EXPECT_EQ(Runs({5, 3, 1}), 3u);
+}
+
 TEST(StepPolicy, WhichOfAPeersOwnSlotsPausesKeepsTheDecodingSequencesConsecutive) {
   // One peer's four background requests on sequences 0-3, and an interactive one on 4: pausing
   // the newest (on 2) would decode 0, 1, 3 and 4, two runs (two passes over the weights);
