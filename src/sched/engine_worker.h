@@ -271,7 +271,7 @@ class EngineWorker {
   // Runs a step's calls, the highest class's first, stopping or skipping those a newly arrived
   // job outranks; true when one failed or was stopped.
   bool RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls);
-  // The highest Standing among the slots of a call.
+  // The highest Standing among the slots of a call (its items in sequence order).
   int CallStanding(const std::vector<engine::DecodeItem>& call) const;
   // Whether a call may be stopped or skipped for an arrival that outranks it: none of its
   // slots was stopped last time, and it verifies no draft.

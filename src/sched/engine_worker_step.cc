@@ -110,23 +110,26 @@ bool EngineWorker::Step() {
 }
 
 bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls) {
-  for (auto& call : *calls) OrderBySequence(&call);
-  // The calls of the highest class first: an interactive prompt is computed before the
+  // The calls of the highest standing first: an interactive prompt is computed before the
   // background decodes beside it, and its first token comes out a call sooner.
-  std::stable_sort(calls->begin(), calls->end(),
-                   [&](const auto& a, const auto& b) { return CallStanding(a) < CallStanding(b); });
-  bool failed = false;
+  std::vector<std::pair<int, std::vector<engine::DecodeItem>*>> order;
   for (auto& call : *calls) {
-    // A job that outranks the call arrived during the step: the call is skipped, or stopped
-    // where the engine can undo it, and the job is admitted and prefilled next.
-    const int standing = CallStanding(call);
+    OrderBySequence(&call);
+    order.emplace_back(CallStanding(call), &call);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  bool failed = false;
+  for (auto& [standing, call_of] : order) {
+    std::vector<engine::DecodeItem>& call = *call_of;
+    // A job that stands above the call arrived during the step: the call is skipped, or
+    // stopped where the engine can undo it, and the job is admitted and prefilled next.
     const bool may_stop = MayStop(call);
     if (may_stop && arrived_standing_.load() < standing) {
       OnStopped(call);
       failed = true;
       continue;
     }
-    const std::function<bool()> stop = [this, standing] {
+    const std::function<bool()> stop = [this, standing = standing] {
       return arrived_standing_.load(std::memory_order_relaxed) < standing;
     };
     Status st = DecodeFreeingMemory(&call, may_stop ? &stop : nullptr);
@@ -148,8 +151,9 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
 
 int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) const {
   int standing = kNoStanding;
-  for (const auto& item : call) {
-    const Slot& s = *slots_[item.sequence];
+  for (size_t i = 0; i < call.size(); ++i) {
+    if (i > 0 && call[i].sequence == call[i - 1].sequence) continue;  // one look a slot (items in sequence order)
+    const Slot& s = *slots_[call[i].sequence];
     // Its peer's first busy slot of its class (the oldest job).
     const bool peers_first = std::none_of(slots_.begin(), slots_.end(), [&](const auto& t) {
       return t->busy && t->job.request_class == s.job.request_class && t->job.peer_uid == s.job.peer_uid &&
