@@ -478,6 +478,28 @@ TEST(EngineWorkerClasses, QueuedJobsShowTheirPositionAndExpectedWait) {
   EXPECT_TRUE(rig.worker->Queued().empty());
 }
 
+// With a KV stream per sequence llama.cpp computes each run of consecutive sequences as a
+// micro-batch of its own: a new job takes the free slot that keeps the busy ones consecutive
+// (sequence 1 between 0 and 2), not the least recently used one (3, never used).
+TEST(EngineWorker, ANewJobTakesTheFreeSlotThatKeepsTheBusySequencesConsecutive) {
+  Rig rig({.sequences = 4}, TestOptions());
+  rig.fake->HoldDecodes();
+  auto a = rig.Submit(Raw("alpha job", 30));
+  auto b = rig.Submit(Raw("bravo", 2));
+  auto c = rig.Submit(Raw("charlie job", 30));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
+  ASSERT_EQ(rig.worker->stats().requests, 1u) << "the short job did not end";
+  const Batches before = rig.fake->batches();
+  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("alpha job")), 0);
+  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("bravo")), 1);
+  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("charlie job")), 2);
+  auto d = rig.Submit(Raw("delta, the new job", 4));  // prompts of distinct lengths (SequenceOf)
+  rig.Release();
+  for (auto* channel : {&a, &b, &c, &d}) ASSERT_TRUE(Await(**channel).has_value());
+  EXPECT_EQ(SequenceOf(rig.fake->batches(), FakeEngine::Bytes("delta, the new job")), 1);
+}
+
 // llama.cpp computes a call in one micro-batch only if its sequences come in increasing order
 // (each sequence has its own KV stream): every step's call is sorted, whatever order the jobs
 // were admitted in and whichever slots they took.
