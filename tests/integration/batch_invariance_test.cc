@@ -230,10 +230,14 @@ TEST_P(BatchInvariance, ACallStoppedWhileItComputesKeepsNothing) {
     items.push_back({0, static_cast<int32_t>(i), a_[i], i + 1 == a_.size(), static_cast<int32_t>(a_.size())});
   }
   int asked = 0;
+  ::testing::internal::CaptureStderr();
   const Status stopped = engine_->DecodeBatchUnlessStopped(items, [&asked] { return ++asked > 20; });
+  const std::string logged = ::testing::internal::GetCapturedStderr();
   if (Dense()) {
     ASSERT_EQ(stopped.code(), StatusCode::kCancelled) << stopped.ToString();
     EXPECT_EQ(asked, 21) << "asked again after it said stop";
+    // llama.cpp's lines for an aborted decode report nothing wrong: they are not printed.
+    EXPECT_EQ(logged.find("decode"), std::string::npos) << logged;
   } else {
     ASSERT_TRUE(stopped.ok()) << stopped.ToString();
     EXPECT_EQ(asked, 0);
