@@ -56,7 +56,7 @@ Status EngineWorker::Submit(Job job) {
     const bool peers_first = std::none_of(admission_holders_.begin(), admission_holders_.end(), [&](const Holder& h) {
       return h.request_class == holder.request_class && h.peer_uid == holder.peer_uid;
     });
-    arrived_standing_ = std::min(arrived_standing_.load(), Standing(holder.request_class, peers_first));
+    arrived_standing_ = std::min(arrived_standing_.load(), Standing(holder.request_class, peers_first, /*prompt=*/true));
   }
   cv_.notify_one();
   return Status::Ok();

@@ -313,19 +313,52 @@ TEST(EngineWorkerClasses, APeersFirstRequestStopsTheCallOfAnotherPeersLaterOne) 
   auto first_done = Await(*first_channel);
   ASSERT_TRUE(light_done.has_value() && second_done.has_value() && first_done.has_value());
   // The second prompt's call was stopped while it computed, or skipped before it started:
-  // either way it kept nothing, once. The heavy peer's first request was never stopped.
+  // either way it kept nothing, once. Where the held call was the first request's decode, that
+  // call was stopped instead (a peer's first prompt goes before another's decode: the next test).
   const Batches stopped = rig.fake->stopped_batches();
   ASSERT_LE(stopped.size(), 1u);
   if (!stopped.empty()) {
-    EXPECT_EQ(stopped[0].size(), 100u);
+    EXPECT_TRUE(stopped[0].size() == 100u || stopped[0].size() == 1u) << stopped[0].size();
   }
   EXPECT_EQ(second_done->stats.preemptions, 1);
-  EXPECT_EQ(first_done->stats.preemptions, 0);
+  EXPECT_LE(first_done->stats.preemptions, 1);
   const Batches batches = rig.fake->batches();
   EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("the light peer")),
             BatchEndingPrompt(batches, FakeEngine::Bytes(std::string(100, 'h'))));
   EXPECT_EQ(light_done->tokens, Solo(light, engine, FourWide()));
   EXPECT_EQ(second_done->tokens, Solo(heavy_second, engine, FourWide()));
+}
+
+// Of two peers' first requests in a class, the one whose prompt is still to compute goes first:
+// its arrival stops the other peer's running decode call, and its prompt call runs before that
+// peer's decode, so a peer with nothing running waits for no one else's tokens.
+TEST(EngineWorkerClasses, APeersFirstPromptStopsAndGoesBeforeAnotherPeersDecode) {
+  const FakeEngineOptions engine{.sequences = 6, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, FourWide());
+  const Job streaming = Classed(Raw("the streaming peer", 8), RequestClass::kNormal, 1000);
+  const Job arriving = Classed(Raw("the arriving peer", 4), RequestClass::kNormal, 2000);
+  rig.fake->HoldDecodes();
+  auto streaming_channel = rig.Submit(streaming);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // its prompt
+  ASSERT_TRUE(rig.Step());                            // its first decode, held
+  const size_t before_arrival = rig.fake->batches().size();
+  auto arriving_channel = rig.Submit(arriving);
+  rig.Release();
+  auto arriving_done = Await(*arriving_channel);
+  auto streaming_done = Await(*streaming_channel);
+  ASSERT_TRUE(arriving_done.has_value() && streaming_done.has_value());
+  // The held decode was stopped and kept nothing, once.
+  const Batches stopped = rig.fake->stopped_batches();
+  ASSERT_EQ(stopped.size(), 1u);
+  ASSERT_EQ(stopped[0].size(), 1u);
+  EXPECT_TRUE(stopped[0][0].logits);
+  EXPECT_EQ(streaming_done->stats.preemptions, 1);
+  EXPECT_EQ(arriving_done->stats.preemptions, 0);
+  // The first call after the stop computed the arriving prompt; the streaming peer's decode came after.
+  const Batches batches = rig.fake->batches();
+  EXPECT_EQ(BatchEndingPrompt(batches, FakeEngine::Bytes("the arriving peer")), before_arrival);
+  EXPECT_EQ(arriving_done->tokens, Solo(arriving, engine, FourWide()));
+  EXPECT_EQ(streaming_done->tokens, Solo(streaming, engine, FourWide()));
 }
 
 TEST(EngineWorkerClasses, OnRecurrentMemoryARunningCallIsNeverStopped) {

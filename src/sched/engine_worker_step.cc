@@ -111,7 +111,8 @@ bool EngineWorker::Step() {
 
 bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls) {
   // The calls of the highest standing first: an interactive prompt is computed before the
-  // background decodes beside it, and its first token comes out a call sooner.
+  // background decodes beside it, as a peer's first prompt before another peer's decode of its
+  // class, and its first token comes out a call sooner.
   std::vector<std::pair<int, std::vector<engine::DecodeItem>*>> order;
   for (auto& call : *calls) {
     OrderBySequence(&call);
@@ -159,7 +160,8 @@ int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) cons
       return t->busy && t->job.request_class == s.job.request_class && t->job.peer_uid == s.job.peer_uid &&
              t->job_id < s.job_id;
     });
-    standing = std::min(standing, Standing(s.job.request_class, peers_first));
+    const bool prompt = !s.has_pending && s.prefilled < s.prompt.size();
+    standing = std::min(standing, Standing(s.job.request_class, peers_first, prompt));
   }
   return standing;
 }

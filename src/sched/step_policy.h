@@ -13,7 +13,8 @@
 //    Which of one peer's own slots of a class run is the policy's to choose: those that keep
 //    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
 //    micro-batch of its own where each sequence has a KV stream).
-//  - Prompts prefill in rank order, so an interactive prompt goes first.
+//  - Prompts prefill in rank order, so an interactive prompt goes first; and the step's calls
+//    run in the order of Standing (below).
 //  - While an interactive slot runs, or one is expected (interactive work was seen lately or
 //    the config grants it), the prompt chunks of lower classes share at most
 //    `shared_prefill_tokens` a step between them, so a long background prompt never stalls a
@@ -74,11 +75,16 @@ struct StepChoice {
 // weights.
 size_t Runs(std::vector<size_t> sequences);
 
-// Where a job stands against a running decode call it might stop (EngineWorker::RunCalls):
-// by class, then a peer's first job of its class before any peer's later ones, as ChooseStep
-// ranks them. Lower stands higher; kNoStanding is below every job.
-inline int Standing(RequestClass c, bool peers_first) { return ClassIndex(c) * 2 + (peers_first ? 0 : 1); }
-inline constexpr int kNoStanding = kRequestClasses * 2;
+// Where a job stands against a running call it might stop, and so the order of a step's calls
+// (EngineWorker::RunCalls): by class; within a class a peer's first job before any peer's later
+// ones, as ChooseStep ranks them; and of the first jobs, one whose prompt is still to compute
+// before one that decodes. So a peer with nothing running gets its first token without waiting
+// for another peer's decode call (its arrival stops one that runs), and the other peer's next
+// token comes a prompt call later. Lower stands higher; kNoStanding is below every job.
+inline int Standing(RequestClass c, bool peers_first, bool prompt) {
+  return ClassIndex(c) * 3 + (!peers_first ? 2 : prompt ? 0 : 1);
+}
+inline constexpr int kNoStanding = kRequestClasses * 3;
 
 // `step`: the number of the step about to run (for throttling).
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step);
