@@ -201,7 +201,8 @@ const std::vector<Key>& Keys() {
        "others for a peer waiting behind another peer's many requests of its class",
        U32(&DaemonConfig::reserved_sequences, 0, 16)},
       {"shared_prefill_tokens", {"--shared-prefill-tokens"}, {"LLMD_SHARED_PREFILL_TOKENS"},
-       "Prompt tokens lower classes may prefill per step, together, while an interactive request runs or is expected",
+       "Prompt tokens lower classes may prefill per step, together, while an interactive request runs or is expected; "
+       "also the chunk size of a prompt whose call an arriving request stopped",
        U32(&DaemonConfig::shared_prefill_tokens, 1, 65536)},
       {"background_on_battery", {"--background-on-battery"}, {"LLMD_BACKGROUND_ON_BATTERY"},
        "Background requests on battery: run, throttle or pause", Action(&DaemonConfig::background_on_battery)},

@@ -361,6 +361,51 @@ TEST(EngineWorkerClasses, APeersFirstPromptStopsAndGoesBeforeAnotherPeersDecode)
   EXPECT_EQ(streaming_done->tokens, Solo(streaming, engine, FourWide()));
 }
 
+// A stopped prompt goes on in short chunks (shared_prefill_tokens), each run whole: a call it may
+// not be stopped in again holds off the next arrival for one short chunk, not the rest of its
+// prompt.
+TEST(EngineWorkerClasses, AStoppedPromptGoesOnInShortChunks) {
+  const FakeEngineOptions engine{.sequences = 6, .prompt_calls_apart = true};  // a call per prompt
+  WorkerOptions options = FourWide();
+  options.shared_prefill_tokens = 16;
+  Rig rig(engine, options);
+  const std::string later_prompt(100, 'h');
+  const Job heavy_first = Classed(Raw("the heavy peer's first", 8), RequestClass::kNormal, 1000);
+  const Job heavy_second = Classed(Raw(later_prompt, 4), RequestClass::kNormal, 1000);
+  const Job light = Classed(Raw("the light peer", 4), RequestClass::kNormal, 2000);
+  rig.fake->HoldDecodes();
+  auto first_channel = rig.Submit(heavy_first);
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the first prompt
+  auto second_channel = rig.Submit(heavy_second);
+  ASSERT_TRUE(rig.Step());  // the first request's decode (it stands above the second's prompt)
+  ASSERT_TRUE(rig.Step());  // the second prompt, whole: nothing of its class runs interactive
+  auto light_channel = rig.Submit(light);
+  rig.Release();
+  auto light_done = Await(*light_channel);
+  auto second_done = Await(*second_channel);
+  auto first_done = Await(*first_channel);
+  ASSERT_TRUE(light_done.has_value() && second_done.has_value() && first_done.has_value());
+  const Batches stopped = rig.fake->stopped_batches();
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].size(), later_prompt.size());
+  // After the stop its 100 prompt tokens went in calls of at most 16.
+  const int32_t sequence = stopped[0][0].sequence;
+  size_t total = 0, most = 0, calls = 0;
+  for (const auto& batch : rig.fake->batches()) {
+    const auto n = static_cast<size_t>(std::count_if(batch.begin(), batch.end(), [&](const DecodeItem& item) {
+      return item.sequence == sequence && item.position < static_cast<int32_t>(later_prompt.size());
+    }));
+    if (n == 0) continue;
+    total += n;
+    most = std::max(most, n);
+    ++calls;
+  }
+  EXPECT_EQ(total, later_prompt.size());
+  EXPECT_EQ(most, 16u);
+  EXPECT_EQ(calls, 7u);
+  EXPECT_EQ(second_done->tokens, Solo(heavy_second, engine, options));
+}
+
 TEST(EngineWorkerClasses, OnRecurrentMemoryARunningCallIsNeverStopped) {
   const FakeEngineOptions recurrent{.sequences = 3, .memory = FakeMemory::kRecurrent};
   Rig rig(recurrent, NarrowOptions());

@@ -126,6 +126,7 @@ void EngineWorker::EndJob(Slot& slot) {
   slot.busy = false;
   slot.paused = false;
   slot.stopped = false;
+  slot.short_chunks = false;
   // Its memory is free now: the slots that waited for room try again.
   for (auto& s : slots_) s->memory_wait = false;
   slot.has_pending = false;

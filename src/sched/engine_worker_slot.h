@@ -31,6 +31,9 @@ struct EngineWorker::Slot {
   // Its last decode call was stopped or skipped for a higher class's arrival: its next one
   // runs whole, so a stream of arrivals slows it but never stops it.
   bool stopped = false;
+  // A call of its prompt was stopped: the rest of its prompt goes in chunks of at most
+  // shared_prefill_tokens, so a call it must run whole holds off the next arrival only briefly.
+  bool short_chunks = false;
   // Gave its memory up to a slot that ranks above it in a full KV pool, or found no room of
   // its own: sits out until another job ends and frees memory.
   bool memory_wait = false;

@@ -85,8 +85,11 @@ bool EngineWorker::Step() {
   for (size_t k = 0; k < choice.prefill.size(); ++k) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
     const bool shared = choice.prefill_shared[k];
+    Slot& slot = *slots_[choice.prefill[k]];
+    int64_t limit = shared ? shared_left : -1;
+    if (slot.short_chunks) limit = limit < 0 ? options_.shared_prefill_tokens : std::min(limit, options_.shared_prefill_tokens);
     const size_t before = batch.size();
-    if (AddPromptChunk(*slots_[choice.prefill[k]], &batch, first_chunk, shared ? shared_left : -1)) first_chunk = false;
+    if (AddPromptChunk(slot, &batch, first_chunk, limit)) first_chunk = false;
     if (shared) shared_left -= static_cast<int64_t>(batch.size() - before);
   }
   if (batch.empty()) return false;
@@ -178,6 +181,8 @@ void EngineWorker::OnStopped(const std::vector<engine::DecodeItem>& call) {
     Slot& s = *slots_[item.sequence];
     if (s.stopped) continue;  // counted at its first item
     s.stopped = true;
+    // A prompt whose chunks can be cut shorter (no prefill cuts) goes on in short ones.
+    if (!s.has_pending && s.prefilled < s.prompt.size() && s.cuts.empty()) s.short_chunks = true;
     ++preemptions_;
     ++s.out.stats.preemptions;
   }
