@@ -278,6 +278,10 @@ class EngineWorker {
   bool MayStop(const std::vector<engine::DecodeItem>& call) const;
   // A call stopped or skipped: its slots sat this step out for a higher class.
   void OnStopped(const std::vector<engine::DecodeItem>& call);
+  // Whether a call that may not be stopped is put off, not started, to the next step, behind
+  // an arrival that outranks it: not in the step right after it was put off (it runs then),
+  // and never one that verifies a draft. Marks it.
+  bool Postpone(const std::vector<engine::DecodeItem>& call);
   // `limit`: the most tokens this slot may add (-1: the step's room is the only bound).
   bool AddPromptChunk(Slot& slot, std::vector<engine::DecodeItem>* batch, bool first_chunk, int64_t limit);
   std::vector<std::pair<Slot*, int32_t>> OutputsOf(const std::vector<engine::DecodeItem>& items);

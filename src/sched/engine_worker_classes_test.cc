@@ -263,7 +263,7 @@ TEST(EngineWorkerClasses, AnInteractiveArrivalStopsABackgroundCallAndItsPromptIs
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
 }
 
-TEST(EngineWorkerClasses, AStoppedCallRunsWholeNextTimeSoArrivalsSlowLowerClassesButNeverStopThem) {
+TEST(EngineWorkerClasses, AStoppedCallIsPutOffOnceThenRunsWholeSoArrivalsSlowLowerClassesButNeverStopThem) {
   const FakeEngineOptions engine{.sequences = 4, .prompt_calls_apart = true};  // a call per prompt
   Rig rig(engine, NarrowOptions());
   const Job background = Classed(Raw(std::string(100, 'b'), 8), RequestClass::kBackground);
@@ -278,16 +278,22 @@ TEST(EngineWorkerClasses, AStoppedCallRunsWholeNextTimeSoArrivalsSlowLowerClasse
   for (auto* channel : {&first, &second}) ASSERT_TRUE(Await(**channel).has_value());
   ASSERT_TRUE(background_done.has_value()) << background_done.error().ToString();
   // The second arrival came while the first voice's prompt was computed, and found the
-  // background prompt stopped once already: its chunk in that step ran whole.
-  EXPECT_EQ(rig.fake->stopped_batches().size(), 1u);
-  // Stopped once, then paused while the two voices took the width of two.
-  EXPECT_EQ(background_done->stats.preemptions, 2);
+  // background prompt stopped once already: its call in that step was put off, not started,
+  // behind the second voice's prompt, and ran whole later.
+  ASSERT_EQ(rig.fake->stopped_batches().size(), 1u);
   const Batches batches = rig.fake->batches();
-  ASSERT_GE(batches.size(), 2u);
+  ASSERT_GE(batches.size(), 3u);
   EXPECT_EQ(BatchEndingPrompt(batches, FakeEngine::Bytes("first voice")), 0u);
   const int32_t background_sequence = rig.fake->stopped_batches()[0][0].sequence;
-  EXPECT_EQ(SequencesIn(batches[1]), std::set<int32_t>{background_sequence});
-  EXPECT_GT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), 1u);
+  const auto next = std::find_if(batches.begin(), batches.end(), [&](const std::vector<DecodeItem>& b) {
+    return SequencesIn(b).count(background_sequence) > 0;
+  });
+  ASSERT_NE(next, batches.end());
+  EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), static_cast<size_t>(next - batches.begin()));
+  // A stopped prompt goes on in chunks of shared_prefill_tokens.
+  EXPECT_EQ(next->size(), static_cast<size_t>(NarrowOptions().shared_prefill_tokens));
+  // Stopped once, then paused while the two voices took the width of two.
+  EXPECT_EQ(background_done->stats.preemptions, 2);
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
 }
 
@@ -404,6 +410,50 @@ TEST(EngineWorkerClasses, AStoppedPromptGoesOnInShortChunks) {
   EXPECT_EQ(most, 16u);
   EXPECT_EQ(calls, 7u);
   EXPECT_EQ(second_done->tokens, Solo(heavy_second, engine, options));
+}
+
+// A peer whose request ended during a step and who sends its next one before the next
+// admission stands as that peer's first: the ended request no longer counts as its holder.
+TEST(EngineWorkerClasses, ARequestSentRightAfterThePeersLastEndedStandsAsItsFirst) {
+  const FakeEngineOptions engine{.sequences = 6, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, FourWide());
+  const std::string later_prompt(100, 'h');
+  rig.fake->HoldDecodes();
+  auto heavy_first = rig.Submit(Classed(Raw("the heavy peer's first", 8), RequestClass::kNormal, 1000));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // its prompt
+  auto heavy_second = rig.Submit(Classed(Raw(later_prompt, 4), RequestClass::kNormal, 1000));
+  auto light_first = rig.Submit(Classed(Raw("light one", 1), RequestClass::kNormal, 2000));
+  ASSERT_TRUE(rig.Step());  // the next step: the light prompt first, held
+  ASSERT_TRUE(rig.Step());  // the light request ends (one token); the heavy decode, held
+  ASSERT_TRUE(rig.Step());  // the heavy peer's second prompt, held
+  auto light_second = rig.Submit(Classed(Raw("light two", 4), RequestClass::kNormal, 2000));
+  rig.Release();
+  for (auto* channel : {&heavy_first, &heavy_second, &light_first, &light_second}) {
+    ASSERT_TRUE(Await(**channel).has_value());
+  }
+  const Batches stopped = rig.fake->stopped_batches();
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].size(), later_prompt.size());
+  const Batches batches = rig.fake->batches();
+  EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("light two")),
+            BatchEndingPrompt(batches, FakeEngine::Bytes(later_prompt)));
+}
+
+// Of two peers' first prompts in one step, the shorter is computed first.
+TEST(EngineWorkerClasses, OfTwoPeersFirstPromptsTheShorterGoesFirst) {
+  const FakeEngineOptions engine{.sequences = 6, .prompt_calls_apart = true};  // a call per prompt
+  Rig rig(engine, FourWide());
+  const std::string long_prompt(100, 'l');
+  rig.fake->HoldDecodes();
+  auto earlier = rig.Submit(Classed(Raw("an earlier peer", 4), RequestClass::kNormal, 3000));
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // its prompt: the next two are admitted together
+  auto long_one = rig.Submit(Classed(Raw(long_prompt, 4), RequestClass::kNormal, 1000));
+  auto short_one = rig.Submit(Classed(Raw("short", 4), RequestClass::kNormal, 2000));
+  rig.Release();
+  for (auto* channel : {&earlier, &long_one, &short_one}) ASSERT_TRUE(Await(**channel).has_value());
+  const Batches batches = rig.fake->batches();
+  EXPECT_EQ(BatchEndingPrompt(batches, FakeEngine::Bytes("short")), 1u);
+  EXPECT_EQ(BatchEndingPrompt(batches, FakeEngine::Bytes(long_prompt)), 2u);
 }
 
 TEST(EngineWorkerClasses, OnRecurrentMemoryARunningCallIsNeverStopped) {

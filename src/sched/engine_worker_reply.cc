@@ -121,12 +121,22 @@ void EngineWorker::EndJob(Slot& slot) {
     std::lock_guard<std::mutex> lock(mu_);
     StartIdleTime(slot.job.keep_alive_ms);  // before the job leaves running_: whoever sees it gone sees this
     std::erase(running_, slot.job.channel);
+    // Its sequence is free for the next admission: a job that arrives before then stands as
+    // its peer's first (Submit) if this was the peer's only one.
+    const auto held = std::find_if(admission_holders_.begin(), admission_holders_.end(), [&](const Holder& h) {
+      return h.request_class == slot.job.request_class && h.peer_uid == slot.job.peer_uid;
+    });
+    if (held != admission_holders_.end()) {
+      admission_holders_.erase(held);
+      ++admission_free_;
+    }
   }
   ForgetParked(slot);
   slot.busy = false;
   slot.paused = false;
   slot.stopped = false;
   slot.short_chunks = false;
+  slot.postponed_step = 0;
   // Its memory is free now: the slots that waited for room try again.
   for (auto& s : slots_) s->memory_wait = false;
   slot.has_pending = false;

@@ -31,6 +31,9 @@ struct EngineWorker::Slot {
   // Its last decode call was stopped or skipped for a higher class's arrival: its next one
   // runs whole, so a stream of arrivals slows it but never stops it.
   bool stopped = false;
+  // The step in which such a call was last put off, not started, behind an arrival that
+  // outranked it (0: never): in the step right after, it runs whatever arrives.
+  uint64_t postponed_step = 0;
   // A call of its prompt was stopped: the rest of its prompt goes in chunks of at most
   // shared_prefill_tokens, so a call it must run whole holds off the next arrival only briefly.
   bool short_chunks = false;

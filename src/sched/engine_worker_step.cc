@@ -121,15 +121,20 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
     OrderBySequence(&call);
     order.emplace_back(CallStanding(call), &call);
   }
-  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Of calls that stand alike, the smaller first: of two peers' first prompts, the short one's
+  // first token does not wait for the long one's chunk.
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->size() < b.second->size();
+  });
   bool failed = false;
   for (auto& [standing, call_of] : order) {
     std::vector<engine::DecodeItem>& call = *call_of;
     // A job that stands above the call arrived during the step: the call is skipped, or
-    // stopped where the engine can undo it, and the job is admitted and prefilled next.
+    // stopped where the engine can undo it, and the job is admitted and prefilled next. A call
+    // that must run whole (stopped last time) is put off behind the job once, not run first.
     const bool may_stop = MayStop(call);
-    if (may_stop && arrived_standing_.load() < standing) {
-      OnStopped(call);
+    if (arrived_standing_.load() < standing && (may_stop || Postpone(call))) {
+      if (may_stop) OnStopped(call);
       failed = true;
       continue;
     }
@@ -167,6 +172,18 @@ int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) cons
     standing = std::min(standing, Standing(s.job.request_class, peers_first, prompt));
   }
   return standing;
+}
+
+bool EngineWorker::Postpone(const std::vector<engine::DecodeItem>& call) {
+  const uint64_t step = steps_.load();  // this step's number
+  const bool may = std::none_of(call.begin(), call.end(), [&](const engine::DecodeItem& item) {
+    const Slot& s = *slots_[item.sequence];
+    return (s.postponed_step != 0 && s.postponed_step + 1 == step) || !s.draft.empty();
+  });
+  if (may) {
+    for (const auto& item : call) slots_[item.sequence]->postponed_step = step;
+  }
+  return may;
 }
 
 bool EngineWorker::MayStop(const std::vector<engine::DecodeItem>& call) const {
