@@ -7,7 +7,8 @@ trained context fitted to memory, 4 slots over one unified KV cache); the report
 pool sizes. Rows, each once per contender, in this order:
   1. cold prefill of 128, 4k, 8k and 16k tokens (random words, nothing cached): tok/s from the
      server's own prefill time (llmd's Ollama /api/chat durations, llama-server's `timings`;
-     llama-bench -p);
+     llama-bench -p, run right after each llmd request: this machine's speed drifts over
+     minutes, so llmd / llama-bench is the median of such pairs, 3 up to 4k tokens);
   2. decode at that depth: the same request then generates `tg` tokens (llama-bench -d);
   3. RSS above the model file after each size (VmRSS, MiB);
   4. a second turn: an 8k system prompt, a question and its answer, then a new question:
@@ -70,44 +71,64 @@ def ollama_chat(port, key, user, max_tokens):
     return json.loads(data)
 
 
-def prefill_rows(o, who, server, file_mib, base):
-    """Cold prefill and decode at each size; RSS above the file after each."""
-    rows = {}
-    for n in o.sizes:
-        progress(f"  {who}: cold prefill of {n} tokens, then {o.tg} decoded")
-        user = prompt_of(n, (who, n, time.time()), base)
-        if who == "llmd":
-            # Ollama's /api/chat: the daemon's own prefill and decode times, and no frame limit
-            # (the native protocol's is 64 KiB, under a 16k-token prompt).
-            r = ollama_chat(server.port, o.key, user, o.tg)
-            computed, prefill_s = r["prompt_eval_count"], r["prompt_eval_duration"] / 1e9
-            decode = (r["eval_count"] - 1) / (r["eval_duration"] / 1e9) if r["eval_count"] > 1 and r["eval_duration"] > 0 else None
-            r = {"prompt_tokens": r["prompt_eval_count"], "tokens": r["eval_count"]}
-        else:
-            r = http_request(server.port, o.key, [{"role": "user", "content": user}], o.tg, {"ignore_eos": True})
-            t = r["timings"] or {}
-            computed, prefill_s = t.get("prompt_n", 0), t.get("prompt_ms", 0) / 1000
-            decode = t.get("predicted_per_second") if r["tokens"] > 1 else None
-        rows[n] = {"prompt_tokens": r["prompt_tokens"], "computed": computed,
-                   "prefill_tps": computed / prefill_s if prefill_s > 0 else None, "decode_tps": decode,
-                   "decoded": r["tokens"], "rss_over_file_mib": server.rss_mib() - file_mib}
-    return rows
+def llmd_prefill(o, server, n, base, seed):
+    """One cold llmd request of about n prompt tokens, then o.tg decoded (Ollama's /api/chat:
+    the daemon's own prefill and decode times, and no frame limit; the native protocol's is
+    64 KiB, under a 16k-token prompt)."""
+    r = ollama_chat(server.port, o.key, prompt_of(n, seed, base), o.tg)
+    prefill_s = r["prompt_eval_duration"] / 1e9
+    decode = (r["eval_count"] - 1) / (r["eval_duration"] / 1e9) if r["eval_count"] > 1 and r["eval_duration"] > 0 else None
+    return {"prompt_tokens": r["prompt_eval_count"], "computed": r["prompt_eval_count"],
+            "prefill_tps": r["prompt_eval_count"] / prefill_s if prefill_s > 0 else None, "decode_tps": decode,
+            "decoded": r["eval_count"]}
 
 
-def llama_bench_rows(o):
-    rows = {}
-    progress(f"  llama-bench: -p {','.join(map(str, o.sizes))}")
-    lb = subprocess.run([o.llama_bench, "-m", o.model, "-t", str(o.threads), "-r", "1", "-o", "json",
-                         "-p", ",".join(map(str, o.sizes)), "-n", "0"], capture_output=True, text=True, check=True)
-    for t in json.loads(lb.stdout):
-        rows.setdefault(t["n_prompt"], {})["prefill_tps"] = t["avg_ts"]
-    progress(f"  llama-bench: -n {o.tg} -d {','.join(map(str, o.depths))}")
-    lb = subprocess.run([o.llama_bench, "-m", o.model, "-t", str(o.threads), "-r", "1", "-o", "json",
-                         "-p", "0", "-n", str(o.tg), "-d", ",".join(map(str, o.depths))],
+def server_prefill(o, server, n, base, seed):
+    r = http_request(server.port, o.key, [{"role": "user", "content": prompt_of(n, seed, base)}], o.tg, {"ignore_eos": True})
+    t = r["timings"] or {}
+    computed, prefill_s = t.get("prompt_n", 0), t.get("prompt_ms", 0) / 1000
+    return {"prompt_tokens": r["prompt_tokens"], "computed": computed,
+            "prefill_tps": computed / prefill_s if prefill_s > 0 else None,
+            "decode_tps": t.get("predicted_per_second") if r["tokens"] > 1 else None, "decoded": r["tokens"]}
+
+
+def llama_bench(o, *args):
+    lb = subprocess.run([o.llama_bench, "-m", o.model, "-t", str(o.threads), "-r", "1", "-o", "json", *args],
                         capture_output=True, text=True, check=True)
-    for t in json.loads(lb.stdout):
-        rows.setdefault(t["n_depth"], {})["decode_tps"] = t["avg_ts"]
-    return rows
+    return json.loads(lb.stdout)[0]["avg_ts"]
+
+
+def prefill_rows(o, who, server, file_mib, base):
+    """Cold prefill and decode at each size; RSS above the file after each. For llmd, each
+    request is paired with llama-bench at the same size right after it (this VM's speed drifts
+    by a tenth or more over minutes, so only neighbours compare), o.prefill_reps times up to
+    4,096 tokens and once above; the ratio is the median of the pairs' ratios."""
+    rows, bench = {}, {}
+    for n in o.sizes:
+        reps = o.prefill_reps if who == "llmd" and n <= 4096 else 1
+        runs, pairs = [], []
+        for rep in range(reps):
+            progress(f"  {who}: cold prefill of {n} tokens, then {o.tg} decoded ({rep + 1} of {reps})")
+            seed = (who, n, rep, time.time())
+            r = llmd_prefill(o, server, n, base, seed) if who == "llmd" else server_prefill(o, server, n, base, seed)
+            runs.append(r)
+            if who == "llmd":
+                progress(f"  llama-bench: -p {n}")
+                b = llama_bench(o, "-p", str(n), "-n", "0")
+                pairs.append((r["prefill_tps"], b))
+        row = dict(runs[-1])
+        row["prefill_tps"] = med([r["prefill_tps"] for r in runs if r["prefill_tps"]])
+        row["prefill_runs"] = [r["prefill_tps"] for r in runs]
+        row["rss_over_file_mib"] = server.rss_mib() - file_mib
+        rows[n] = row
+        if who == "llmd":
+            entry = {"prefill_tps": med([b for _, b in pairs]), "prefill_runs": [b for _, b in pairs],
+                     "prefill_ratio": med([a / b for a, b in pairs if a and b])}
+            if n in o.depths:
+                progress(f"  llama-bench: -n {o.tg} -d {n}")
+                entry["decode_tps"] = llama_bench(o, "-p", "0", "-n", str(o.tg), "-d", str(n))
+            bench[n] = entry
+    return rows, bench
 
 
 def turns(o, who, server, system, extra, label):
@@ -161,14 +182,15 @@ def run_model(o, workdir):
             pool = llmd_context(s) if who == "llmd" else server_context(s)
             base = native_request(s.native, "river", 1)["prompt_tokens"] - 1 if who == "llmd" else 12
             entry = {"pool_tokens": pool, "idle_rss_over_file_mib": s.rss_mib() - file_mib}
-            entry["sizes"] = prefill_rows(o, who, s, file_mib, base)
+            entry["sizes"], bench = prefill_rows(o, who, s, file_mib, base)
+            if who == "llmd":
+                res["contenders"]["llama-bench"] = {"sizes": bench}
             entry["turns"] = turns(o, who, s, turn_system, {}, f"a {o.turn_prefix}-token prefix")
             entry["agent"] = turns(o, who, s, agent_system, agent_extra, f"agent-shaped ({o.agent_tokens} tokens, 20 tools)")
             entry["peak_rss_over_file_mib"] = s.rss_mib("VmHWM") - file_mib
             res["contenders"][who] = entry
         finally:
             s.stop()
-    res["contenders"]["llama-bench"] = {"sizes": llama_bench_rows(o)}
     if not o.hybrid:
         res["serving"] = serving_pool_vs_per_sequence(o, workdir)
     return res
@@ -199,7 +221,7 @@ def report(o, res):
     for n in o.sizes:
         L, B, S = llmd["sizes"][n], bench["sizes"].get(n, {}), server["sizes"][n]
         bd = bench["sizes"].get(n, {}).get("decode_tps") if n in o.depths else None
-        pr, dr = ratio(L["prefill_tps"], B.get("prefill_tps")), ratio(L["decode_tps"], bd)
+        pr, dr = B.get("prefill_ratio"), ratio(L["decode_tps"], bd)
         lines.append(f"| {n:,} | {fmt(L['prefill_tps'])} | {fmt(B.get('prefill_tps'))} | {fmt(S['prefill_tps'])} | "
                      f"{fmt(pr, 'x', 2)} | {fmt(L['decode_tps'])} | {fmt(bd)} | {fmt(S['decode_tps'])} | {fmt(dr, 'x', 2)} | "
                      f"{fmt(L['rss_over_file_mib'], ' MiB', 0)} | {fmt(S['rss_over_file_mib'], ' MiB', 0)} |")
@@ -209,7 +231,9 @@ def report(o, res):
         targets.append((L["rss_over_file_mib"] <= S["rss_over_file_mib"],
                         f"RSS above the file at {n}: llmd <= llama-server: {fmt(L['rss_over_file_mib'], '', 0)} vs "
                         f"{fmt(S['rss_over_file_mib'], '', 0)} MiB"))
-    lines += ["", "| turns | contender | prompt tokens | TTFT cold | TTFT turn 2 | turn 2 / cold | turn 2 computed |",
+    lines += ["", f"Prefill: llmd / llama-bench is the median of {o.prefill_reps} pairs up to 4,096 tokens and one "
+              "above, each llama-bench run right after llmd's request; the tok/s columns are medians.",
+              "", "| turns | contender | prompt tokens | TTFT cold | TTFT turn 2 | turn 2 / cold | turn 2 computed |",
               "|---|---|---|---|---|---|---|"]
     for key, label in (("turns", f"{o.turn_prefix}-token prefix"), ("agent", f"agent: {o.agent_tokens}-token system, 20 tools")):
         for who, e in (("llmd", llmd), ("llama-server", server)):
@@ -247,6 +271,8 @@ def main():
     a.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     a.add_argument("--quick", action="store_true", help="small sizes, a smoke test")
     a.add_argument("--hybrid", action="store_true", help="the model is hybrid: no serving row (its pool is split)")
+    a.add_argument("--prefill-reps", type=int, default=3,
+                   help="llmd/llama-bench prefill pairs at each size up to 4,096 tokens (default 3)")
     a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-results"))
     o = a.parse_args()
     b = o.build
@@ -255,10 +281,11 @@ def main():
     if o.quick:
         o.sizes, o.depths, o.tg, o.turn_prefix, o.agent_tokens = [128, 512, 1024], [512, 1024], 8, 512, 1024
         o.turn_tokens, o.serving_reps, o.requests, o.tokens = 4, 1, 1, 8
+        o.prefill_reps = 1
     else:
         o.sizes, o.depths, o.tg, o.turn_prefix, o.agent_tokens = [128, 4096, 8192, 16384], [8192, 16384], 32, 8192, 10000
         o.turn_tokens, o.serving_reps, o.requests, o.tokens = 16, 2, 4, 64
-    o.reps = 1  # every row once (machine() records it)
+    o.reps = 1  # every row once (machine() records it), but the paired prefill rows up to 4,096 tokens
     os.makedirs(o.out, exist_ok=True)
     workdir = os.path.join(o.out, "work-long")
     shutil.rmtree(workdir, ignore_errors=True); os.makedirs(workdir)
