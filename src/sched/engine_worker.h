@@ -276,6 +276,9 @@ class EngineWorker {
   // Whether a call may be stopped or skipped for an arrival that outranks it: none of its
   // slots was stopped last time, and it verifies no draft.
   bool MayStop(const std::vector<engine::DecodeItem>& call) const;
+  // One debug line a call: its standing, size, what became of it (ran, ran_whole: it could
+  // not be stopped, stopped, skipped, put_off, failed) and how long it took.
+  void LogCall(const std::vector<engine::DecodeItem>& call, int standing, const char* outcome, int64_t took_us) const;
   // A call stopped or skipped: its slots sat this step out for a higher class.
   void OnStopped(const std::vector<engine::DecodeItem>& call);
   // Whether a call that may not be stopped is put off, not started, to the next step, behind

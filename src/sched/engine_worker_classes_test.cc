@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "sched/worker_test_rig.h"
 
 namespace llmd::sched {
@@ -343,6 +344,8 @@ TEST(EngineWorkerClasses, APeersFirstPromptStopsAndGoesBeforeAnotherPeersDecode)
   Rig rig(engine, FourWide());
   const Job streaming = Classed(Raw("the streaming peer", 8), RequestClass::kNormal, 1000);
   const Job arriving = Classed(Raw("the arriving peer", 4), RequestClass::kNormal, 2000);
+  SetLogLevel(LogLevel::kDebug);  // each call's debug line says what became of it
+  ::testing::internal::CaptureStderr();
   rig.fake->HoldDecodes();
   auto streaming_channel = rig.Submit(streaming);
   ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // its prompt
@@ -352,7 +355,11 @@ TEST(EngineWorkerClasses, APeersFirstPromptStopsAndGoesBeforeAnotherPeersDecode)
   rig.Release();
   auto arriving_done = Await(*arriving_channel);
   auto streaming_done = Await(*streaming_channel);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  SetLogLevel(LogLevel::kInfo);
   ASSERT_TRUE(arriving_done.has_value() && streaming_done.has_value());
+  EXPECT_NE(log.find("decode_call step=2 outcome=stopped standing=4 tokens=1 prompt_tokens=0"), std::string::npos) << log;
+  EXPECT_NE(log.find("outcome=ran standing=3 tokens=17 prompt_tokens=17"), std::string::npos) << log;
   // The held decode was stopped and kept nothing, once.
   const Batches stopped = rig.fake->stopped_batches();
   ASSERT_EQ(stopped.size(), 1u);

@@ -135,18 +135,23 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
     const bool may_stop = MayStop(call);
     if (arrived_standing_.load() < standing && (may_stop || Postpone(call))) {
       if (may_stop) OnStopped(call);
+      LogCall(call, standing, may_stop ? "skipped" : "put_off", 0);
       failed = true;
       continue;
     }
     const std::function<bool()> stop = [this, standing = standing] {
       return arrived_standing_.load(std::memory_order_relaxed) < standing;
     };
+    const int64_t start_us = clock_.NowUs();
     Status st = DecodeFreeingMemory(&call, may_stop ? &stop : nullptr);
+    const int64_t took_us = clock_.NowUs() - start_us;
     if (st.code() == StatusCode::kCancelled && may_stop) {
       OnStopped(call);
+      LogCall(call, standing, "stopped", took_us);
       failed = true;
       continue;
     }
+    LogCall(call, standing, st.ok() ? (may_stop ? "ran" : "ran_whole") : "failed", took_us);
     if (!st.ok()) {
       RecoverFailedStep(call, st);
       failed = true;
@@ -156,6 +161,21 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
     AfterDecode(call, OutputsOf(call));
   }
   return failed;
+}
+
+void EngineWorker::LogCall(const std::vector<engine::DecodeItem>& call, int standing, const char* outcome,
+                           int64_t took_us) const {
+  const size_t prompt = static_cast<size_t>(
+      std::count_if(call.begin(), call.end(), [](const engine::DecodeItem& item) { return item.prompt_tokens > 0; }));
+  Log(LogLevel::kDebug, "decode_call",
+      {{"step", std::to_string(steps_.load())},
+       {"outcome", outcome},
+       {"standing", std::to_string(standing)},
+       {"tokens", std::to_string(call.size())},
+       {"prompt_tokens", std::to_string(prompt)},
+       {"sequences", std::to_string(call.front().sequence) + "-" + std::to_string(call.back().sequence)},
+       {"arrived_standing", std::to_string(arrived_standing_.load())},
+       {"ms", std::to_string(static_cast<double>(took_us) / 1000.0)}});
 }
 
 int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) const {
