@@ -69,6 +69,8 @@ std::string Escape(std::string_view v) {
 
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
 
+bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed); }
+
 bool ParseLogLevel(std::string_view name, LogLevel* level) {
   for (auto l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
     if (name == Name(l)) {
@@ -80,7 +82,7 @@ bool ParseLogLevel(std::string_view name, LogLevel* level) {
 }
 
 void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
-  if (static_cast<int>(level) < g_level.load(std::memory_order_relaxed)) return;
+  if (!LogEnabled(level)) return;
   static const bool journald = std::getenv("JOURNAL_STREAM") != nullptr;
   std::string line;
   if (journald) line += "<" + std::to_string(SyslogPriority(level)) + ">";

@@ -18,6 +18,8 @@ enum class LogLevel { kDebug = 0, kInfo, kWarn, kError };
 // Lines below `level` are dropped. Default: kInfo.
 void SetLogLevel(LogLevel level);
 bool ParseLogLevel(std::string_view name, LogLevel* level);
+// Whether a line at `level` would be written (to skip building one that would not).
+bool LogEnabled(LogLevel level);
 
 using LogField = std::pair<std::string_view, std::string>;
 void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields = {});

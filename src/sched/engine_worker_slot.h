@@ -75,6 +75,8 @@ struct EngineWorker::Slot {
   std::vector<engine::TokenId> replay;
   size_t replayed = 0;
   bool Replaying() const { return replayed < replay.size(); }
+  // Has prompt tokens still to compute (no token pending to decode).
+  bool Prefilling() const { return !has_pending && prefilled < prompt.size(); }
 };
 
 // Where a new job's prompt goes and what it reuses.

@@ -23,7 +23,7 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .peer_uid = s.job.peer_uid,
                     .admitted = s.job_id,
                     .generating = s.has_pending,
-                    .prefilling = !s.has_pending && s.prefilled < s.prompt.size(),
+                    .prefilling = s.Prefilling(),
                     .waiting = s.wait_source != nullptr || s.memory_wait,
                     .fixed_chunks = !s.cuts.empty()});
   }
@@ -165,6 +165,7 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
 
 void EngineWorker::LogCall(const std::vector<engine::DecodeItem>& call, int standing, const char* outcome,
                            int64_t took_us) const {
+  if (!LogEnabled(LogLevel::kDebug)) return;  // a call is the hot path: build no line nobody reads
   const size_t prompt = static_cast<size_t>(
       std::count_if(call.begin(), call.end(), [](const engine::DecodeItem& item) { return item.prompt_tokens > 0; }));
   Log(LogLevel::kDebug, "decode_call",
@@ -188,8 +189,7 @@ int EngineWorker::CallStanding(const std::vector<engine::DecodeItem>& call) cons
       return t->busy && t->job.request_class == s.job.request_class && t->job.peer_uid == s.job.peer_uid &&
              t->job_id < s.job_id;
     });
-    const bool prompt = !s.has_pending && s.prefilled < s.prompt.size();
-    standing = std::min(standing, Standing(s.job.request_class, peers_first, prompt));
+    standing = std::min(standing, Standing(s.job.request_class, peers_first, s.Prefilling()));
   }
   return standing;
 }
@@ -219,7 +219,7 @@ void EngineWorker::OnStopped(const std::vector<engine::DecodeItem>& call) {
     if (s.stopped) continue;  // counted at its first item
     s.stopped = true;
     // A prompt whose chunks can be cut shorter (no prefill cuts) goes on in short ones.
-    if (!s.has_pending && s.prefilled < s.prompt.size() && s.cuts.empty()) s.short_chunks = true;
+    if (s.Prefilling() && s.cuts.empty()) s.short_chunks = true;
     ++preemptions_;
     ++s.out.stats.preemptions;
   }
