@@ -3,7 +3,7 @@
 
 Three contenders, one after another on the same model file, threads, 4 slots and context per
 slot:
-  llmd-classes   llmd --parallel 4 --reserved-sequences 2 (the default), the interactive client's UID (root)
+  llmd-classes   llmd --parallel 4 --reserved-sequences 3 (the default), the interactive client's UID (root)
                  mapped to interactive, the background clients' UIDs (65534, 65533) to background
   llmd-off       the same flags without --request-class (everyone normal), --reserved-sequences 0
   llama-server   -np 4, -c 4 x the context per slot
@@ -353,7 +353,7 @@ def start_contender(o, name, workdir, sockdir):
     sock, http_sock = os.path.join(sockdir, name + ".sock"), os.path.join(sockdir, name + "-http.sock")
     uids = f"{INTERACTIVE_UID},{BACKGROUND_UID},{OTHER_UID}"
     classes = (["--request-class", f"uid:{INTERACTIVE_UID}=interactive,uid:{BACKGROUND_UID}=background,"
-                                   f"uid:{OTHER_UID}=background", "--reserved-sequences", "2"]
+                                   f"uid:{OTHER_UID}=background", "--reserved-sequences", "3"]
                if name == "llmd-classes" else ["--reserved-sequences", "0"])
     s = Server(name, [o.llmd, "--model", o.model, "--threads", str(o.threads), "--parallel", str(PARALLEL),
                       "--context", str(o.context), "--max-new-tokens", "4096", "--rate-limit", "1000000",

@@ -197,8 +197,9 @@ const std::vector<Key>& Keys() {
        "use in that class; over it a request is refused with when to retry. A class not named has no budget",
        [](DaemonConfig& c, const std::string& v) { return ParseTokenBudgets(v, &c.class_token_budgets); }},
       {"reserved_sequences", {"--reserved-sequences"}, {"LLMD_RESERVED_SEQUENCES"},
-       "KV sequences beyond parallel: one kept for a higher class (which pauses a lower one to run), the "
-       "others for a peer waiting behind another peer's many requests of its class",
+       "KV sequences beyond parallel: one kept for a higher class (which pauses a lower one to run), one for "
+       "a peer waiting behind another peer's many requests of its class, and one for the next request past "
+       "the parallel ones, whose prompt is computed while they decode",
        U32(&DaemonConfig::reserved_sequences, 0, 16)},
       {"shared_prefill_tokens", {"--shared-prefill-tokens"}, {"LLMD_SHARED_PREFILL_TOKENS"},
        "Prompt tokens lower classes may prefill per step, together, while an interactive request runs or is expected; "

@@ -38,7 +38,7 @@ TEST(Config, DefaultsAreTheSeedsTable) {
   // device is not cut off (a 16k-token prefill took 7 minutes on 2 threads).
   EXPECT_EQ(c.request_timeout_ms, 3600000u);
   // One sequence kept for a higher class, one for a peer taking its turn in its class.
-  EXPECT_EQ(c.reserved_sequences, 2u);
+  EXPECT_EQ(c.reserved_sequences, 3u);
 }
 
 TEST(Config, ModelsDirectoriesAndTheirKeepAlive) {

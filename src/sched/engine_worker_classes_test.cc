@@ -31,10 +31,23 @@ WorkerOptions NarrowOptions() {
 }
 const FakeEngineOptions kThreeSequences{.sequences = 3};
 
-size_t MostSequencesInAStep(const Batches& batches) {
+// The most sequences that decoded a token in one step (a prompt computed beside them takes no
+// place in the width).
+size_t MostDecodingInAStep(const Batches& batches) {
   size_t most = 0;
-  for (const auto& batch : batches) most = std::max(most, SequencesIn(batch).size());
+  for (const auto& batch : batches) most = std::max(most, DecodingIn(batch).size());
   return most;
+}
+
+// The index of the first batch holding `prompt`'s last token (its logits give the first
+// generated token); batches.size() if none.
+size_t BatchEndingPrompt(const Batches& batches, const std::vector<TokenId>& prompt) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    for (const auto& item : batches[i]) {
+      if (item.logits && item.position + 1 == static_cast<int32_t>(prompt.size()) && item.token == prompt.back()) return i;
+    }
+  }
+  return batches.size();
 }
 
 TEST(EngineWorkerClasses, AnInteractiveJobPrefillsInTheNextStepAndAPausedJobKeepsItsTokens) {
@@ -53,11 +66,15 @@ TEST(EngineWorkerClasses, AnInteractiveJobPrefillsInTheNextStepAndAPausedJobKeep
   auto answer = Await(*voice);
   ASSERT_TRUE(answer.has_value()) << answer.error().ToString();
   EXPECT_EQ(answer->stats.prefill_step, held_step + 1);  // the very next step
-  // That step held the interactive prompt and one background job: the width is two.
+  // That step held the interactive prompt beside both background decodes (a prompt takes no
+  // place in the width of two); after it, the voice and one background job decoded.
   const Batches batches = rig.fake->batches();
-  ASSERT_GE(batches.size(), answer->stats.prefill_step);
-  EXPECT_EQ(SequencesIn(batches[answer->stats.prefill_step - 1]).size(), 2u);
-  EXPECT_EQ(MostSequencesInAStep(batches), 2u);
+  const size_t prompt_batch = BatchEndingPrompt(batches, FakeEngine::Bytes("a person waits"));
+  ASSERT_LT(prompt_batch + 1, batches.size());
+  EXPECT_EQ(SequencesIn(batches[prompt_batch]).size(), 3u);
+  EXPECT_EQ(DecodingIn(batches[prompt_batch]).size(), 2u);
+  EXPECT_EQ(DecodingIn(batches[prompt_batch + 1]).size(), 2u);
+  EXPECT_EQ(MostDecodingInAStep(batches), 2u);
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
 
   auto first_done = Await(*first_channel);
@@ -77,7 +94,7 @@ TEST(EngineWorkerClasses, NormalJobsNeverTakeTheSequencesKeptForAHigherClass) {
   }
   rig.Release();
   for (auto& channel : channels) ASSERT_TRUE(Await(*channel).has_value());
-  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 2u);
+  EXPECT_EQ(MostDecodingInAStep(rig.fake->batches()), 2u);
   EXPECT_EQ(rig.worker->stats().preemptions, 0u);
 }
 
@@ -166,7 +183,45 @@ TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRu
   ExpectAdmittedAtOnce(rig, Classed(Raw("the other peer", 4), RequestClass::kNormal, 2000));
   for (auto& channel : heavy) ASSERT_TRUE(Await(*channel).has_value());
   EXPECT_GE(rig.worker->stats().preemptions, 1u);  // the heavy peer's newest sat out for it
-  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 4u);
+  EXPECT_EQ(MostDecodingInAStep(rig.fake->batches()), 4u);
+}
+
+// With a sequence past the two kept free, a peer's fifth request has its prompt computed while
+// its four decode, and decodes in the step after one of them ends: the width stays full.
+TEST(EngineWorkerClasses, AJobPastTheWidthComputesItsPromptAheadAndDecodesWhenOneEnds) {
+  Rig rig({.sequences = 7}, FourWide());
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> four;
+  for (int i = 0; i < 4; ++i) {
+    four.push_back(rig.Submit(Classed(Raw("running request " + std::string(static_cast<size_t>(i), '!'), i == 0 ? 4 : 12),
+                                      RequestClass::kBackground, 1000)));
+  }
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(rig.Step());  // the four decode
+  const uint64_t held_step = rig.worker->stats().steps;
+  const Job fifth = Classed(Raw("the fifth request, computed ahead", 6), RequestClass::kBackground, 1000);
+  auto fifth_channel = rig.Submit(fifth);
+  rig.Release();
+
+  auto done = Await(*fifth_channel);
+  ASSERT_TRUE(done.has_value()) << done.error().ToString();
+  for (auto& channel : four) ASSERT_TRUE(Await(*channel).has_value());
+  EXPECT_EQ(done->stats.prefill_step, held_step + 1) << "it waited for a running request to end";
+  EXPECT_EQ(done->stats.preemptions, 0) << "waiting for its first turn is no preemption";
+  EXPECT_EQ(rig.worker->stats().preemptions, 0u);
+  const Batches batches = rig.fake->batches();
+  const int32_t sequence = SequenceOf(batches, FakeEngine::Bytes("the fifth request, computed ahead"));
+  const auto first_decode = std::find_if(batches.begin(), batches.end(), [&](const std::vector<DecodeItem>& b) {
+    return DecodingIn(b).count(sequence) > 0;
+  });
+  ASSERT_NE(first_decode, batches.end());
+  // From the step that computed its prompt to the one it first decoded in, four decoded in each.
+  for (auto b = batches.begin() + static_cast<ptrdiff_t>(done->stats.prefill_step - 1); b <= first_decode; ++b) {
+    EXPECT_EQ(DecodingIn(*b).size(), 4u) << "step " << (b - batches.begin() + 1);
+  }
+  EXPECT_EQ(ItemsOf(*first_decode, sequence), 1u);  // its pending token only: no prompt left
+  EXPECT_EQ(MostDecodingInAStep(batches), 4u);
+  EXPECT_EQ(done->tokens, Solo(fifth));
 }
 
 // The queue's turn is the heavy peer's (the light one was served last), and the heavy peer's
@@ -217,19 +272,8 @@ TEST(EngineWorkerClasses, OnRecurrentMemoryAPausedJobResumesWithTheTokensOfItsSo
   ASSERT_TRUE(voice_done.has_value() && background_done.has_value());
   EXPECT_EQ(background_done->tokens, Solo(Raw(long_prompt, 20), recurrent, options));
   EXPECT_EQ(voice_done->tokens, Solo(Raw("interrupting voice", 5), recurrent, options));
-  EXPECT_EQ(MostSequencesInAStep(rig.fake->batches()), 1u);
+  EXPECT_EQ(MostDecodingInAStep(rig.fake->batches()), 1u);
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
-}
-
-// The index of the first batch holding `prompt`'s last token (its logits give the first
-// generated token); batches.size() if none.
-size_t BatchEndingPrompt(const Batches& batches, const std::vector<TokenId>& prompt) {
-  for (size_t i = 0; i < batches.size(); ++i) {
-    for (const auto& item : batches[i]) {
-      if (item.logits && item.position + 1 == static_cast<int32_t>(prompt.size()) && item.token == prompt.back()) return i;
-    }
-  }
-  return batches.size();
 }
 
 TEST(EngineWorkerClasses, AnInteractiveArrivalStopsABackgroundCallAndItsPromptIsComputedFirst) {
@@ -293,8 +337,9 @@ TEST(EngineWorkerClasses, AStoppedCallIsPutOffOnceThenRunsWholeSoArrivalsSlowLow
   EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), static_cast<size_t>(next - batches.begin()));
   // A stopped prompt goes on in chunks of shared_prefill_tokens.
   EXPECT_EQ(next->size(), static_cast<size_t>(NarrowOptions().shared_prefill_tokens));
-  // Stopped once, then paused while the two voices took the width of two.
-  EXPECT_EQ(background_done->stats.preemptions, 2);
+  // Stopped once; its prompt went on beside the two voices' decodes (a prompt takes no place
+  // in the width), and a job that has not decoded yet is not preempted by waiting its turn.
+  EXPECT_EQ(background_done->stats.preemptions, 1);
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
 }
 

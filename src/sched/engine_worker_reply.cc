@@ -134,6 +134,7 @@ void EngineWorker::EndJob(Slot& slot) {
   ForgetParked(slot);
   slot.busy = false;
   slot.paused = false;
+  slot.decoded = false;
   slot.stopped = false;
   slot.short_chunks = false;
   slot.postponed_step = 0;

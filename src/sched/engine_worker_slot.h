@@ -28,6 +28,7 @@ struct EngineWorker::Slot {
 
   bool busy = false;
   bool paused = false;                    // sat out the last step for a higher class (StepPolicy)
+  bool decoded = false;                   // has decoded in a step (a pause then is a preemption)
   // Its last decode call was stopped or skipped for a higher class's arrival: its next one
   // runs whole, so a stream of arrivals slows it but never stops it.
   bool stopped = false;

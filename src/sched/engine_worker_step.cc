@@ -38,15 +38,20 @@ StepChoice EngineWorker::ChooseThisStep() {
   for (const SlotView& view : busy) ++by_class[ClassIndex(view.request_class)];
   for (int c = 0; c < kRequestClasses; ++c) busy_by_class_[c] = by_class[c];
   // A slot that ran and now sits out was preempted; one that sat out and runs again resumes
-  // where it stopped (its memory and sampler did not move).
+  // where it stopped (its memory and sampler did not move). One whose prompt was computed
+  // ahead and that waits for its first place in the width was not preempted.
   for (size_t i : choice.paused) {
-    if (!slots_[i]->paused) {
+    Slot& s = *slots_[i];
+    if (!s.paused && (s.decoded || s.Prefilling())) {
       ++preemptions_;
-      ++slots_[i]->out.stats.preemptions;
+      ++s.out.stats.preemptions;
     }
-    slots_[i]->paused = true;
+    s.paused = true;
   }
-  for (size_t i : choice.decode) slots_[i]->paused = false;
+  for (size_t i : choice.decode) {
+    slots_[i]->paused = false;
+    slots_[i]->decoded = true;
+  }
   for (size_t i : choice.prefill) slots_[i]->paused = false;
   paused_ = static_cast<uint32_t>(choice.paused.size());
   return choice;

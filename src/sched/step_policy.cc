@@ -75,16 +75,19 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     return turn[a] < turn[b];
   });
   StepChoice choice;
-  size_t running = 0;
+  size_t decoding = 0;
   bool expected = options.interactive_expected, runs = false;
   choice.shared_prefill_tokens = options.shared_prefill_tokens;
   for (const SlotView* view : ranked) {
-    if (running >= options.decode_width || SitsOut(*view, options, step)) {
+    // The width bounds the slots that decode; a prompt still to compute takes no place in it.
+    if ((view->generating && decoding >= options.decode_width) || SitsOut(*view, options, step)) {
       choice.paused.push_back(view->slot);
       continue;
     }
-    ++running;
-    if (view->generating) choice.decode.push_back(view->slot);
+    if (view->generating) {
+      choice.decode.push_back(view->slot);
+      ++decoding;
+    }
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
       const bool below = view->request_class != RequestClass::kInteractive;
@@ -107,6 +110,10 @@ bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_
     else ++others[h.peer_uid];
   }
   if (higher + same_class < decode_width) return true;
+  // The first job past the width may take a spare sequence to compute its prompt ahead while
+  // the width decodes, so that it decodes in the step after one of them ends; two sequences
+  // stay free (one for a higher class, one for another peer's first job).
+  if (higher + same_class == decode_width && free_sequences >= 3) return true;
   // Beyond the width, a peer behind another's many requests of its class may take a spare
   // sequence, as long as one stays free for a higher class: it ranks ahead of their later
   // slots (ChooseStep), which pause for it.

@@ -4,12 +4,16 @@
 // lower class may add beside an interactive one.
 //
 // The rules:
-//  - At most `decode_width` slots run in a step; the worker keeps more sequences than that, so
-//    a higher-class job always finds one. The runnable slots are ranked by class, then by
+//  - At most `decode_width` slots decode in a step; the worker keeps more sequences than that,
+//    so a higher-class job always finds one. The runnable slots are ranked by class, then by
 //    their turn within their peer (a peer's first slot before anyone's second), then by
-//    admission order, and the first decode_width run; the rest are paused. So a peer with many
-//    requests in flight gives way to another peer of the same class, as a higher class does.
-//    A paused slot resumes exactly where it stopped: nothing of its memory or its sampler moves.
+//    admission order, and the first decode_width that have a token to decode do; the rest
+//    are paused. So a peer with many requests in flight gives way to another peer of the same
+//    class, as a higher class does. A paused slot resumes exactly where it stopped: nothing of
+//    its memory or its sampler moves.
+//  - A prompt still to compute takes no place in the width: it is computed beside the slots
+//    that decode, and a job admitted past the width (MayAdmit) has its prompt ready when one
+//    of them ends, so the width stays full while jobs come and go.
 //    Which of one peer's own slots of a class run is the policy's to choose: those that keep
 //    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
 //    micro-batch of its own where each sequence has a KV stream).
@@ -97,9 +101,10 @@ struct Holder {
 
 // Whether a job may take one of `free_sequences` now, given who holds the busy ones: while
 // fewer than decode_width slots of its class or higher are busy (a lower one is paused for it
-// if need be); or, with a sequence left free for a higher class, while fewer than
-// decode_width would rank ahead of it in a step (ChooseStep: a peer's first slot before
-// another's second), so another peer's later slot of its class pauses for it.
+// if need be); as the first one past them, to compute its prompt ahead, while two sequences
+// stay free; or, with a sequence left free for a higher class, while fewer than decode_width
+// would rank ahead of it in a step (ChooseStep: a peer's first slot before another's
+// second), so another peer's later slot of its class pauses for it.
 bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_width, size_t free_sequences);
 
 }  // namespace llmd::sched

@@ -28,12 +28,37 @@ TEST(StepPolicy, EverySlotRunsWhileTheWidthHoldsThem) {
 }
 
 TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
-  const std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(2, kBackground, 2),
-                                      Generating(1, kNormal, 3), Prefilling(3, kInteractive, 4)};
-  const StepChoice choice = ChooseStep(busy, {.decode_width = 3}, 1);
-  EXPECT_EQ(choice.prefill, (std::vector<size_t>{3}));   // the interactive prompt first
-  EXPECT_EQ(choice.decode, (std::vector<size_t>{1, 0}));  // then by class, then by age
-  EXPECT_EQ(choice.paused, (std::vector<size_t>{2}));
+  std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(2, kBackground, 2),
+                                Generating(1, kNormal, 3), Prefilling(3, kInteractive, 4)};
+  // Its prompt takes no place in the width: it is computed beside the three decodes.
+  const StepChoice prompt = ChooseStep(busy, {.decode_width = 3}, 1);
+  EXPECT_EQ(prompt.prefill, (std::vector<size_t>{3}));
+  EXPECT_EQ(prompt.decode, (std::vector<size_t>{1, 0, 2}));
+  EXPECT_TRUE(prompt.paused.empty());
+  // Once it decodes, it goes first, then by class, then by age; a background slot pauses (of
+  // the two, the one that keeps the decoding sequences consecutive: 1-3, one run).
+  busy[3] = Generating(3, kInteractive, 4);
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 3}, 2);
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{3, 1, 2}));
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
+}
+
+TEST(StepPolicy, APromptPastTheWidthIsComputedBesideTheDecodesAndItsJobWaitsItsTurn) {
+  std::vector<SlotView> busy;
+  for (size_t i = 0; i < 4; ++i) busy.push_back(Generating(i, kBackground, 1 + i));
+  busy.push_back(Prefilling(4, kBackground, 5));
+  const StepChoice ahead = ChooseStep(busy, {.decode_width = 4, .interactive_expected = true}, 1);
+  EXPECT_EQ(ahead.decode, (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(ahead.prefill, (std::vector<size_t>{4}));
+  EXPECT_EQ(ahead.prefill_shared, (std::vector<bool>{true}));  // within the shared tokens, as any lower prompt
+  EXPECT_TRUE(ahead.paused.empty());
+  // Its prompt computed, it sits out until one of the four ends, then decodes.
+  busy[4] = Generating(4, kBackground, 5);
+  EXPECT_EQ(ChooseStep(busy, {.decode_width = 4}, 2).paused, (std::vector<size_t>{4}));
+  busy.erase(busy.begin() + 1);
+  const StepChoice after = ChooseStep(busy, {.decode_width = 4}, 3);
+  EXPECT_EQ(after.decode, (std::vector<size_t>{0, 2, 3, 4}));
+  EXPECT_TRUE(after.paused.empty());
 }
 
 TEST(StepPolicy, RunsCountsConsecutiveSequencesInAnyOrder) {
@@ -129,6 +154,18 @@ TEST(StepPolicy, AdmissionCountsOnlyTheBusySlotsOfTheSameClassOrHigher) {
   EXPECT_FALSE(MayAdmit({kInteractive}, {{kInteractive}, {kInteractive}}, 2, 1));
 }
 
+TEST(StepPolicy, TheFirstJobPastTheWidthComputesItsPromptAheadWhileTwoSequencesStayFree) {
+  const std::vector<Holder> four(4, Holder{kBackground, 1000});
+  EXPECT_FALSE(MayAdmit({kBackground, 1000}, four, 4, 2)) << "one for a higher class, one for another peer";
+  EXPECT_TRUE(MayAdmit({kBackground, 1000}, four, 4, 3));
+  std::vector<Holder> five = four;
+  five.push_back({kBackground, 1000});
+  EXPECT_FALSE(MayAdmit({kBackground, 1000}, five, 4, 3)) << "one ahead at a time";
+  // Another peer's first still finds a sequence beside the one computed ahead, and one stays free.
+  EXPECT_TRUE(MayAdmit({kBackground, 2000}, five, 4, 2));
+  EXPECT_TRUE(MayAdmit({kInteractive, 3000}, five, 4, 1));
+}
+
 TEST(StepPolicy, APeerBehindAnothersManyRequestsTakesASpareSequenceAndTheirNewestPauses) {
   const std::vector<Holder> heavy(4, Holder{kNormal, 1000});
   // One spare sequence is kept for a higher class; with two, the other peer takes one.
@@ -141,10 +178,16 @@ TEST(StepPolicy, APeerBehindAnothersManyRequestsTakesASpareSequenceAndTheirNewes
   std::vector<SlotView> busy;
   for (size_t i = 0; i < 4; ++i) busy.push_back({.slot = i, .request_class = kNormal, .peer_uid = 1000, .admitted = i, .generating = true});
   busy.push_back({.slot = 4, .request_class = kNormal, .peer_uid = 2000, .admitted = 9, .prefilling = true});
-  const StepChoice choice = ChooseStep(busy, {.decode_width = 4}, 1);
-  EXPECT_EQ(choice.prefill, (std::vector<size_t>{4}));
-  EXPECT_EQ(choice.decode, (std::vector<size_t>{0, 1, 2}));
-  EXPECT_EQ(choice.paused, (std::vector<size_t>{3}));
+  const StepChoice prompt = ChooseStep(busy, {.decode_width = 4}, 1);
+  EXPECT_EQ(prompt.prefill, (std::vector<size_t>{4}));
+  EXPECT_EQ(prompt.decode, (std::vector<size_t>{0, 1, 2, 3}));  // its prompt beside the four
+  busy[4].prefilling = false;
+  busy[4].generating = true;
+  // Once it decodes, one of the heavy peer's later slots pauses for it (of those, the one that
+  // keeps the decoding sequences consecutive: 1-4).
+  const StepChoice choice = ChooseStep(busy, {.decode_width = 4}, 2);
+  EXPECT_EQ(choice.decode, (std::vector<size_t>{3, 4, 1, 2}));
+  EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
 }
 
 }  // namespace

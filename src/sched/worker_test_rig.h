@@ -163,6 +163,15 @@ inline std::set<int32_t> SequencesIn(const std::vector<DecodeItem>& batch) {
   return out;
 }
 
+// The sequences that decode a generated token in `batch` (not a prompt token).
+inline std::set<int32_t> DecodingIn(const std::vector<DecodeItem>& batch) {
+  std::set<int32_t> out;
+  for (const auto& item : batch) {
+    if (item.prompt_tokens == 0) out.insert(item.sequence);
+  }
+  return out;
+}
+
 inline size_t ItemsOf(const std::vector<DecodeItem>& batch, int32_t sequence) {
   return static_cast<size_t>(
       std::count_if(batch.begin(), batch.end(), [&](const DecodeItem& i) { return i.sequence == sequence; }));
