@@ -66,13 +66,13 @@ TEST(EngineWorkerClasses, AnInteractiveJobPrefillsInTheNextStepAndAPausedJobKeep
   auto answer = Await(*voice);
   ASSERT_TRUE(answer.has_value()) << answer.error().ToString();
   EXPECT_EQ(answer->stats.prefill_step, held_step + 1);  // the very next step
-  // That step held the interactive prompt beside both background decodes (a prompt takes no
-  // place in the width of two); after it, the voice and one background job decoded.
+  // That step held the interactive prompt and one background job: the width is two (while
+  // interactive work runs, a prompt takes a place in it); after it, the voice and one
+  // background job decoded.
   const Batches batches = rig.fake->batches();
   const size_t prompt_batch = BatchEndingPrompt(batches, FakeEngine::Bytes("a person waits"));
   ASSERT_LT(prompt_batch + 1, batches.size());
-  EXPECT_EQ(SequencesIn(batches[prompt_batch]).size(), 3u);
-  EXPECT_EQ(DecodingIn(batches[prompt_batch]).size(), 2u);
+  EXPECT_EQ(SequencesIn(batches[prompt_batch]).size(), 2u);
   EXPECT_EQ(DecodingIn(batches[prompt_batch + 1]).size(), 2u);
   EXPECT_EQ(MostDecodingInAStep(batches), 2u);
   EXPECT_GE(rig.worker->stats().preemptions, 1u);
@@ -337,9 +337,8 @@ TEST(EngineWorkerClasses, AStoppedCallIsPutOffOnceThenRunsWholeSoArrivalsSlowLow
   EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), static_cast<size_t>(next - batches.begin()));
   // A stopped prompt goes on in chunks of shared_prefill_tokens.
   EXPECT_EQ(next->size(), static_cast<size_t>(NarrowOptions().shared_prefill_tokens));
-  // Stopped once; its prompt went on beside the two voices' decodes (a prompt takes no place
-  // in the width), and a job that has not decoded yet is not preempted by waiting its turn.
-  EXPECT_EQ(background_done->stats.preemptions, 1);
+  // Stopped once, then paused while the two voices took the width of two.
+  EXPECT_EQ(background_done->stats.preemptions, 2);
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));
 }
 

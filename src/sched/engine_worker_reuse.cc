@@ -164,14 +164,11 @@ void EngineWorker::PlanCheckpoints(Slot& slot) {
   slot.checkpoint_at.clear();
   if (!engine_->model_info().memory.state_checkpoints || slot.cuts.empty()) return;
   constexpr size_t kMessageCheckpoints = 4;
-  const size_t last = slot.cuts.back();
   std::vector<size_t> at = MessageCuts(slot.prompt, slot.cuts, engine_->MessageStartToken());
-  std::erase(at, last);
   if (at.size() > kMessageCheckpoints) at.erase(at.begin(), at.end() - kMessageCheckpoints);
-  // The last cut, unless a message start (the generation prompt's, usually) is a few tokens
-  // before it anyway: restoring that one costs those few tokens, not a state copy.
-  constexpr size_t kNearEnd = 16;
-  if (at.empty() || at.back() + kNearEnd < last) at.push_back(last);
+  // And the last cut, where a resend of the prompt restores its state (PrefillCuts: before the
+  // last token, or a message start a few tokens before it).
+  if (at.empty() || at.back() != slot.cuts.back()) at.push_back(slot.cuts.back());
   for (size_t c : at) {
     if (c > slot.prefilled) slot.checkpoint_at.push_back(c);
   }

@@ -18,7 +18,7 @@ std::vector<size_t> PrefillCuts(const std::vector<engine::TokenId>& prompt, engi
       previous = i;
     }
   }
-  cuts.push_back(last);
+  if (previous_message == 0 || previous_message + kNearEnd < last) cuts.push_back(last);
   return cuts;
 }
 

@@ -12,7 +12,10 @@
 //  - at a message start at least kMinMessageSpan after the previous message cut (a shared
 //    system prompt, the history of a conversation);
 //  - max_chunk after the previous cut of either kind (a long message, within one piece);
-//  - before the last prompt token (a resend of the same prompt restores the state there).
+//  - before the last prompt token (a resend of the same prompt restores the state there),
+//    unless a message cut (the generation prompt's, usually) is at most kNearEnd tokens before
+//    it: a resend restores that state and computes those few tokens in one call, as the cold
+//    prefill did, and every prefill is spared a call (a pass over the weights) of one token.
 #ifndef LLMD_SCHED_PREFILL_CUTS_H_
 #define LLMD_SCHED_PREFILL_CUTS_H_
 
@@ -26,6 +29,8 @@ namespace llmd::sched {
 // Short messages are not cut apart: each cut is one more decode call, which re-reads the
 // weights. A conversation of many short messages is cut every 32 tokens at most.
 inline constexpr size_t kMinMessageSpan = 32;
+// A message cut this near the last prompt token stands in for the cut before it.
+inline constexpr size_t kNearEnd = 16;
 
 // The prompt lengths after which its prefill is cut, ascending, each in [1, prompt.size()).
 // `message_start` < 0: the model has no message start token. `max_chunk` >= 1.

@@ -38,6 +38,15 @@ TEST(PrefillCuts, LongRunsAreCutEveryMaxChunkFromThePreviousCut) {
   EXPECT_EQ(PrefillCuts(Prompt(130, {90}), kStart, 50), (std::vector<size_t>{50, 90, 129}));
 }
 
+TEST(PrefillCuts, AMessageStartNearTheEndStandsInForTheLastTokenCut) {
+  // The generation prompt's start 4 tokens before the end: one call computes those 5 tokens.
+  EXPECT_EQ(PrefillCuts(Prompt(100, {40, 95}), kStart, 512), (std::vector<size_t>{40, 95}));
+  EXPECT_EQ(PrefillCuts(Prompt(100, {83}), kStart, 512), (std::vector<size_t>{83})) << "kNearEnd before it";
+  EXPECT_EQ(PrefillCuts(Prompt(100, {82}), kStart, 512), (std::vector<size_t>{82, 99})) << "one further";
+  EXPECT_EQ(PrefillCuts(Prompt(100, {90}), kStart, 24), (std::vector<size_t>{24, 48, 72, 90}));
+  EXPECT_EQ(MessageCuts(Prompt(100, {40, 95}), {40, 95}, kStart), (std::vector<size_t>{40, 95}));
+}
+
 // What prefix reuse relies on: the cuts below any length are the same for every prompt that
 // shares the tokens up to it, whatever follows.
 TEST(PrefillCuts, EveryCutButTheLastDependsOnlyOnTheTokensBeforeIt) {
@@ -46,7 +55,7 @@ TEST(PrefillCuts, EveryCutButTheLastDependsOnlyOnTheTokensBeforeIt) {
   for (size_t n = 2; n < base.size(); ++n) {
     std::vector<engine::TokenId> prefix(base.begin(), base.begin() + static_cast<ptrdiff_t>(n));
     std::vector<size_t> cuts = PrefillCuts(prefix, kStart, 64);
-    cuts.pop_back();  // its own last-token cut
+    if (cuts.back() == n - 1) cuts.pop_back();  // its own last-token cut
     std::vector<size_t> expected;
     for (size_t c : whole) {
       if (c < n - 1) expected.push_back(c);

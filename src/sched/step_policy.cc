@@ -75,19 +75,22 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     return turn[a] < turn[b];
   });
   StepChoice choice;
-  size_t decoding = 0;
+  // The width bounds the slots that decode. A prompt still to compute takes a place in it only
+  // while interactive work runs, so that a person's steps hold nothing but the width's work.
+  const bool interactive_runs = std::any_of(ranked.begin(), ranked.end(), [&](const SlotView* v) {
+    return v->request_class == RequestClass::kInteractive && !SitsOut(*v, options, step);
+  });
+  size_t running = 0;
   bool expected = options.interactive_expected, runs = false;
   choice.shared_prefill_tokens = options.shared_prefill_tokens;
   for (const SlotView* view : ranked) {
-    // The width bounds the slots that decode; a prompt still to compute takes no place in it.
-    if ((view->generating && decoding >= options.decode_width) || SitsOut(*view, options, step)) {
+    const bool takes_place = view->generating || interactive_runs;
+    if ((takes_place && running >= options.decode_width) || SitsOut(*view, options, step)) {
       choice.paused.push_back(view->slot);
       continue;
     }
-    if (view->generating) {
-      choice.decode.push_back(view->slot);
-      ++decoding;
-    }
+    if (takes_place) ++running;
+    if (view->generating) choice.decode.push_back(view->slot);
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
       const bool below = view->request_class != RequestClass::kInteractive;

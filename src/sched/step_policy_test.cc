@@ -30,11 +30,12 @@ TEST(StepPolicy, EverySlotRunsWhileTheWidthHoldsThem) {
 TEST(StepPolicy, AnInteractiveJobBeyondTheWidthPausesTheNewestLowestClassSlot) {
   std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(2, kBackground, 2),
                                 Generating(1, kNormal, 3), Prefilling(3, kInteractive, 4)};
-  // Its prompt takes no place in the width: it is computed beside the three decodes.
+  // While interactive work runs a prompt takes a place in the width: the interactive prompt
+  // first, then by class, then by age.
   const StepChoice prompt = ChooseStep(busy, {.decode_width = 3}, 1);
   EXPECT_EQ(prompt.prefill, (std::vector<size_t>{3}));
-  EXPECT_EQ(prompt.decode, (std::vector<size_t>{1, 0, 2}));
-  EXPECT_TRUE(prompt.paused.empty());
+  EXPECT_EQ(prompt.decode, (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(prompt.paused, (std::vector<size_t>{2}));
   // Once it decodes, it goes first, then by class, then by age; a background slot pauses (of
   // the two, the one that keeps the decoding sequences consecutive: 1-3, one run).
   busy[3] = Generating(3, kInteractive, 4);
@@ -52,6 +53,12 @@ TEST(StepPolicy, APromptPastTheWidthIsComputedBesideTheDecodesAndItsJobWaitsItsT
   EXPECT_EQ(ahead.prefill, (std::vector<size_t>{4}));
   EXPECT_EQ(ahead.prefill_shared, (std::vector<bool>{true}));  // within the shared tokens, as any lower prompt
   EXPECT_TRUE(ahead.paused.empty());
+  // An interactive slot running, the prompt takes a place in the width: it waits.
+  busy.push_back(Generating(5, kInteractive, 6));
+  const StepChoice beside_interactive = ChooseStep(busy, {.decode_width = 4}, 1);
+  EXPECT_EQ(beside_interactive.paused.size(), 2u);
+  EXPECT_TRUE(beside_interactive.prefill.empty());
+  busy.pop_back();
   // Its prompt computed, it sits out until one of the four ends, then decodes.
   busy[4] = Generating(4, kBackground, 5);
   EXPECT_EQ(ChooseStep(busy, {.decode_width = 4}, 2).paused, (std::vector<size_t>{4}));
