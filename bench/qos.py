@@ -21,9 +21,9 @@ Workload:
                no cache hits) with 96-token answers (ignore_eos: every answer is 96 tokens)
 Rows per contender: the interactive client alone (idle); under N background clients; under 4
 with one of them sending a ~4,000-token prompt instead. For each: interactive TTFT p50/p95,
-p95 / idle p95, the background clients' aggregate tok/s while the interactive client ran (content
-deltas received from its first request to its last answer, scaled by completion_tokens / deltas
-of the finished requests), and llmd's preemptions (llmd_preemptions_total on /metrics, the change
+p95 / idle p95, the background clients' aggregate tok/s over the same window for every contender
+(content deltas received in the 60 s from the first interactive request, scaled by
+completion_tokens / deltas of the finished requests), and llmd's preemptions (llmd_preemptions_total on /metrics, the change
 over the row). Every row starts on an idle server (/metrics shows nothing running or queued).
 Fairness: uid 65533 sends the interactive-shaped request the same way on a 0.5 s schedule
 alone, beside uid 65534 keeping 4 background requests in flight, and beside 65534 keeping 16;
@@ -455,7 +455,7 @@ def background_stats(recs, t0, t1):
 
 def load_row(o, s, name, tag, clients, long_words=0):
     """The interactive client under `clients` background clients (the first sending a long prompt
-    if long_words): TTFT, background tok/s over the interactive window, preemptions."""
+    if long_words): TTFT, background tok/s over row_cap s from the first interactive request, preemptions."""
     progress(f"  {name}: {clients} background clients" + (f", one with a {long_words}-word prompt" if long_words else ""))
     idle_wait = wait_idle(s)
     before = s.metrics()
@@ -468,8 +468,14 @@ def load_row(o, s, name, tag, clients, long_words=0):
         time.sleep(o.settle_s)
         inter = Clients(o, INTERACTIVE_UID, paced_spec(o, s, tag, o.samples, o.interval, o.row_cap))
         irecs = inter.finish(stop=False)
-        # The window: from the first interactive request to the last one's end.
-        t0, t1 = min(r["send"] for r in irecs), max(r["end"] for r in irecs)
+        # The background window: row_cap s from the first interactive request, the same for
+        # every contender (the background keeps running that long): one that ended with the
+        # interactive client's last answer was ~30 s where the interactive requests are
+        # answered at once and up to ~70 s where they queue, and a 30 s window holds too few
+        # of the background's prefill-heavy jobs to compare.
+        t0 = min(r["send"] for r in irecs)
+        t1 = t0 + o.row_cap
+        time.sleep(max(0.0, t1 - time.monotonic()))
     finally:
         if inter:
             inter.kill()
@@ -607,7 +613,8 @@ def report(o, results):
              f"request with no first token after {o.ttft_cap} s is cut and counted at {o.ttft_cap} s (>=). "
              f"Background: {o.words}-word prompts, {o.bg_tokens}-token answers, looping; "
              f"the long row: {o.long_clients} clients, one of them a ~{o.long_words}-word prompt "
-             f"({results.get('long_prompt_tokens') or '?'} tokens).", ""]
+             f"({results.get('long_prompt_tokens') or '?'} tokens). Background tok/s: over the {o.row_cap} s from "
+             f"the first interactive request, for every contender.", ""]
     lines += ["| load | contender | interactive TTFT p50 | p95 (n) | p95 / idle p95 | background tok/s | vs llmd-off | "
               "preemptions |", "|---|---|---|---|---|---|---|---|"]
     long_tokens = results.get("long_prompt_tokens")

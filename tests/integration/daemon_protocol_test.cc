@@ -548,7 +548,9 @@ TEST_F(DaemonProtocolTest, StatsAndModels) {
 }
 
 TEST(DaemonQueue, AFullQueueAnswersBusyAndNeverBlocks) {
-  DaemonProcess d({"--parallel", "1", "--queue-depth", "1", "--max-new-tokens", "4096"});
+  // No spare sequences: the second request waits in the queue (with them it would take one to
+  // compute its prompt ahead).
+  DaemonProcess d({"--parallel", "1", "--reserved-sequences", "0", "--queue-depth", "1", "--max-new-tokens", "4096"});
   ASSERT_TRUE(d.ready());
   RawConn running(d.socket()), queued(d.socket()), third(d.socket());
   ASSERT_TRUE(running.Send(GenerateRequest("Write forever.", 4000, true)));

@@ -338,7 +338,10 @@ TEST(HttpApiLimits, Item26_LowMemoryRefusesNewWorkClearly) {
 }
 
 TEST(HttpApiLimits, BusyWhenTheQueueIsFull) {
-  HttpDaemon d({"--parallel", "1", "--queue-depth", "1", "--max-new-tokens", "4096", "--rate-limit", "100000"});
+  // No spare sequences: the second request waits in the queue (with them it would take one to
+  // compute its prompt ahead).
+  HttpDaemon d({"--parallel", "1", "--reserved-sequences", "0", "--queue-depth", "1", "--max-new-tokens", "4096",
+                "--rate-limit", "100000"});
   ASSERT_TRUE(d.process().ready());
   // ignore_eos: each request runs its 4,000 tokens, so the queue stays full while the test looks.
   const std::string body = ChatBody("Write a very long story.", 4000, {{"temperature", 1}, {"ignore_eos", true}});
