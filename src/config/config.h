@@ -131,7 +131,8 @@ struct DaemonConfig {
   std::array<uint32_t, kRequestClasses> class_token_budgets{};
   // KV sequences beyond `parallel`: an interactive request arriving while lower work fills
   // every slot takes one, and a lower slot is paused for it; one is always kept for a higher
-  // class, and a peer waiting behind another peer's many requests of its class takes the rest.
+  // class, a peer waiting behind another peer's many requests of its class takes another, and
+  // the next request past the `parallel` running ones a third, to compute its prompt ahead.
   uint32_t reserved_sequences = 3;
   // While an interactive request runs or is expected (a rule grants interactive, or one ran in
   // the last five minutes), the prompt tokens lower classes may prefill per step, together.

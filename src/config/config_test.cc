@@ -37,7 +37,8 @@ TEST(Config, DefaultsAreTheSeedsTable) {
   // A whole generation, prefill included: an hour, so a cold agent-sized prompt on a slow
   // device is not cut off (a 16k-token prefill took 7 minutes on 2 threads).
   EXPECT_EQ(c.request_timeout_ms, 3600000u);
-  // One sequence kept for a higher class, one for a peer taking its turn in its class.
+  // One sequence kept for a higher class, one for a peer taking its turn in its class, one for
+  // the next request's prompt, computed ahead.
   EXPECT_EQ(c.reserved_sequences, 3u);
 }
 

@@ -31,8 +31,8 @@ WorkerOptions NarrowOptions() {
 }
 const FakeEngineOptions kThreeSequences{.sequences = 3};
 
-// The most sequences that decoded a token in one step (a prompt computed beside them takes no
-// place in the width).
+// The most sequences that decoded a token in one step (not counting a prompt computed beside
+// them).
 size_t MostDecodingInAStep(const Batches& batches) {
   size_t most = 0;
   for (const auto& batch : batches) most = std::max(most, DecodingIn(batch).size());

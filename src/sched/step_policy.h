@@ -11,14 +11,14 @@
 //    are paused. So a peer with many requests in flight gives way to another peer of the same
 //    class, as a higher class does. A paused slot resumes exactly where it stopped: nothing of
 //    its memory or its sampler moves.
+//    Which of one peer's own slots of a class run is the policy's to choose: those that keep
+//    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
+//    micro-batch of its own where each sequence has a KV stream).
 //  - A prompt still to compute takes no place in the width while no interactive slot runs: it
 //    is computed beside the slots that decode, and a job admitted past the width (MayAdmit)
 //    has its prompt ready when one of them ends, so the width stays full while jobs come and
 //    go. While interactive work runs it does take a place, so a person's steps hold only the
 //    width's work (the lowest-ranked prompt pauses, as a decoding slot does).
-//    Which of one peer's own slots of a class run is the policy's to choose: those that keep
-//    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
-//    micro-batch of its own where each sequence has a KV stream).
 //  - Prompts prefill in rank order, so an interactive prompt goes first; and the step's calls
 //    run in the order of Standing (below).
 //  - While an interactive slot runs, or one is expected (interactive work was seen lately or
