@@ -76,12 +76,12 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   });
   StepChoice choice;
   // The width bounds the slots that decode. A prompt still to compute takes a place in it only
-  // while interactive work runs, so that a person's steps hold nothing but the width's work.
+  // while interactive work runs, so that a person's steps hold nothing but the width's work;
+  // lower prompts then share the step.
   const bool interactive_runs = std::any_of(ranked.begin(), ranked.end(), [&](const SlotView* v) {
     return v->request_class == RequestClass::kInteractive && !SitsOut(*v, options, step);
   });
   size_t running = 0;
-  bool expected = options.interactive_expected, runs = false;
   choice.shared_prefill_tokens = options.shared_prefill_tokens;
   for (const SlotView* view : ranked) {
     const bool takes_place = view->generating || interactive_runs;
@@ -94,9 +94,9 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
       const bool below = view->request_class != RequestClass::kInteractive;
-      choice.prefill_shared.push_back(below && (runs || (expected && !view->fixed_chunks)));
+      choice.prefill_shared.push_back(
+          below && (interactive_runs || (options.interactive_expected && !view->fixed_chunks)));
     }
-    if (view->request_class == RequestClass::kInteractive) runs = true;
   }
   KeepRunsTogether(busy, &choice);
   return choice;
