@@ -259,6 +259,8 @@ class EngineWorker {
   // (a job already on it), else for any free slot.
   ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, const std::vector<size_t>* cuts,
                       Slot* only_target = nullptr);
+  // Of two free slots equal in every other way, whether `a` is taken before `b`.
+  bool FreeSlotGoesFirst(const Slot& a, const Slot& b) const;
   // Whether a slot's memory as it stands is the state a cold prefill cut at `cuts` passes
   // through (always where the shape does not matter).
   static bool LiveStateServes(const Slot& source, const std::vector<size_t>* cuts);

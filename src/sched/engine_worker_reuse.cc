@@ -54,6 +54,16 @@ bool EngineWorker::LiveStateServes(const Slot& source, const std::vector<size_t>
   return std::ranges::equal(CutsBelow(source.cuts, n), CutsBelow(*cuts, n));
 }
 
+bool EngineWorker::FreeSlotGoesFirst(const Slot& a, const Slot& b) const {
+  // A free sequence's memory is a prefix cache where it can be cut anywhere: the least
+  // recently used goes first. Recurrent memory is served from checkpoints instead (a finished
+  // job's live state holds its generated tokens: LiveStateServes), so the most recently used
+  // goes first: its state is resident already, where a sequence never used would add a whole
+  // recurrent state (~20 MB on a 0.8B hybrid) to the resident memory.
+  if (engine_->model_info().memory.partial_truncation) return a.last_used < b.last_used;
+  return a.last_used > b.last_used;
+}
+
 EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt,
                                                 const std::vector<size_t>* cuts, Slot* only_target) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
@@ -91,14 +101,14 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
       if (n >= plan.keep + options_.min_shared_prefix) plan = {.target = t.get(), .source = s.get(), .keep = n, .checkpoint = checkpoint};
     }
     // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
-    // then the busy sequences kept consecutive; then the least recently used slot.
+    // then the busy sequences kept consecutive; then by when the slot was last used.
     const bool copies = plan.source != plan.target;
     const bool best_copies = best.target != nullptr && best.source != best.target;
     const size_t runs = runs_with(*t);
     const bool tie = best.target != nullptr && plan.keep == best.keep && copies == best_copies;
     const bool better = best.target == nullptr || plan.keep > best.keep ||
                         (plan.keep == best.keep && copies != best_copies && !copies) ||
-                        (tie && runs < best_runs) || (tie && runs == best_runs && t->last_used < best.target->last_used);
+                        (tie && runs < best_runs) || (tie && runs == best_runs && FreeSlotGoesFirst(*t, *best.target));
     if (better) {
       best = plan;
       best_runs = runs;

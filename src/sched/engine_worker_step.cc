@@ -290,7 +290,14 @@ void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
   for (auto& s : slots_) {
     if (!s->busy || s->checkpoint_at.empty() || s->checkpoint_at.front() != s->prefilled) continue;
     s->checkpoint_at.erase(s->checkpoint_at.begin());
+    const int64_t start_us = clock_.NowUs();
     auto state = engine_->SaveSequenceState(s->sequence);
+    if (state.has_value() && LogEnabled(LogLevel::kDebug)) {
+      Log(LogLevel::kDebug, "checkpoint_saved",
+          {{"tokens", std::to_string(s->prefilled)},
+           {"bytes", std::to_string(state->size())},
+           {"ms", std::to_string(static_cast<double>(clock_.NowUs() - start_us) / 1000.0)}});
+    }
     if (state.has_value()) {
       checkpoints_.Put({s->prompt.begin(), s->prompt.begin() + static_cast<ptrdiff_t>(s->prefilled)}, std::move(*state));
     } else {

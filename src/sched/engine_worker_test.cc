@@ -341,6 +341,24 @@ TEST(EngineWorker, OnRecurrentMemoryASharedSystemPromptIsReusedThroughCheckpoint
   EXPECT_EQ(rig.fake->refused_operations(), 0) << "the scheduler asked recurrent memory for a partial cut";
 }
 
+// A finished job's recurrent state serves no later prompt (those restore checkpoints), and a
+// sequence once used keeps its state resident: one job at a time keeps to the sequence used
+// last, where cuttable memory goes round the free sequences, keeping each prompt cached longest.
+TEST(EngineWorker, OnRecurrentMemoryOneJobAtATimeKeepsToTheSequenceUsedLast) {
+  for (const FakeEngineOptions& memory : {kRecurrent, FakeEngineOptions{}}) {
+    const bool recurrent = memory.memory == FakeMemory::kRecurrent;
+    Rig rig(memory);
+    std::set<int32_t> used;
+    for (const char* prompt : {"first prompt", "the second prompt", "and the third prompt", "one more, the last"}) {
+      auto done = rig.Run(Raw(prompt, 3));
+      ASSERT_TRUE(done.has_value()) << prompt << ": " << done.error().ToString();
+      used.insert(SequenceOf(rig.fake->batches(), FakeEngine::Bytes(prompt)));
+    }
+    EXPECT_EQ(used.size(), recurrent ? 1u : 4u) << (recurrent ? "recurrent" : "cuttable") << " memory";
+    EXPECT_FALSE(used.contains(-1));
+  }
+}
+
 TEST(EngineWorker, OnRecurrentMemoryResentDivergingAndPrefixPromptsMatchTheirSoloOutputs) {
   const std::string system = "You are a careful assistant who checks every answer twice.";
   std::string diverged = system;

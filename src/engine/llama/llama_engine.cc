@@ -254,7 +254,7 @@ class LlamaEngine final : public Engine {
     LLMD_RETURN_IF_ERROR(RequireContext());
     if (drafter_) return UnimplementedError("a model with a drafter keeps its sequences in place");
     const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, 0);
-    std::string parked(size, '\0');
+    std::string parked = StateBuffer(size);
     const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(parked.data()), size,
                                                         sequence, 0);
     if (written == 0 || written > size) return InternalError("could not park sequence " + std::to_string(sequence));
@@ -290,7 +290,11 @@ class LlamaEngine final : public Engine {
     std::string state = drafter_ ? drafter_->SaveTargetState(sequence) : std::string();
     const size_t head = state.size();
     const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
-    state.resize(head + size);
+    if (head == 0) {
+      state = StateBuffer(size);
+    } else {
+      state.resize(head + size);
+    }
     const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data() + head),
                                                         size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
     if (written == 0 || written > size) return InternalError("could not save the state of sequence " + std::to_string(sequence));

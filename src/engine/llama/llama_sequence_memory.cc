@@ -1,5 +1,7 @@
 #include "engine/llama/llama_sequence_memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -9,9 +11,21 @@
 
 namespace llmd::engine {
 
+std::string StateBuffer(size_t size) {
+  std::string bytes;
+  bytes.reserve(size);  // allocated, not yet touched: the advice comes before the first fault
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t last = (begin + size) & ~(kHugePage - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // advice only
+  bytes.resize(size);
+  return bytes;
+}
+
 bool CopySequenceState(llama_context* ctx, int32_t src, int32_t dst) {
   const size_t size = llama_state_seq_get_size_ext(ctx, src, 0);
-  std::string state(size, '\0');
+  std::string state = StateBuffer(size);
   const size_t got = llama_state_seq_get_data_ext(ctx, reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
   size_t put = 0;
   if (got > 0 && got <= size) {
