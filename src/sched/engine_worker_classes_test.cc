@@ -224,6 +224,38 @@ TEST(EngineWorkerClasses, AJobPastTheWidthComputesItsPromptAheadAndDecodesWhenOn
   EXPECT_EQ(done->tokens, Solo(fifth));
 }
 
+// A job that finds the decode width full takes the sequence that keeps the decoders
+// consecutive once the job with the fewest tokens left ends (llama.cpp computes each run of
+// consecutive sequences as a micro-batch of its own): the busy ones are 1-4, the one on 4 ends
+// first, so the new job takes 0, not 5 (beside 1-4 now, but beside 1-3 when it decodes).
+TEST(EngineWorkerClasses, AJobPastTheWidthTakesTheSequenceThatKeepsTheDecodersConsecutiveWhenOneEnds) {
+  Rig rig({.sequences = 7}, FourWide());
+  rig.fake->HoldDecodes();
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  for (int i = 0; i < 4; ++i) {
+    channels.push_back(rig.Submit(Classed(Raw("long-running request " + std::string(static_cast<size_t>(i), '!'), i == 0 ? 2 : 30),
+                                          RequestClass::kBackground, 1000)));
+  }
+  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+  for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
+  ASSERT_EQ(rig.worker->stats().requests, 1u) << "the short request on sequence 0 did not end";
+  const std::string short_next = "the next request, short";
+  channels.push_back(rig.Submit(Classed(Raw(short_next, 6), RequestClass::kBackground, 1000)));
+  for (int i = 0; i < 4 && SequenceOf(rig.fake->batches(), FakeEngine::Bytes(short_next)) < 0; ++i) ASSERT_TRUE(rig.Step());
+  ASSERT_EQ(SequenceOf(rig.fake->batches(), FakeEngine::Bytes(short_next)), 4);
+  const std::string ahead = "the request past the width, computed ahead";
+  channels.push_back(rig.Submit(Classed(Raw(ahead, 6), RequestClass::kBackground, 1000)));
+  rig.Release();
+  for (auto& channel : channels) ASSERT_TRUE(Await(*channel).has_value());
+  const Batches batches = rig.fake->batches();
+  EXPECT_EQ(SequenceOf(batches, FakeEngine::Bytes(ahead)), 0);
+  const auto first_decode = std::find_if(batches.begin(), batches.end(), [](const std::vector<DecodeItem>& b) {
+    return DecodingIn(b).count(0) > 0 && DecodingIn(b).size() == 4;
+  });
+  ASSERT_NE(first_decode, batches.end());
+  EXPECT_EQ(DecodingIn(*first_decode), (std::set<int32_t>{0, 1, 2, 3}));
+}
+
 // The queue's turn is the heavy peer's (the light one was served last), and the heavy peer's
 // queued request may not take a sequence: the light one's is admitted anyway, not held behind
 // it until a heavy request ends.

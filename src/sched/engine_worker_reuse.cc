@@ -79,11 +79,21 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     *checkpoint = checkpoints_.Find(prompt, limit, cuts);
     return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
   };
-  // The runs of consecutive sequences (step_policy.h) the busy slots and `target` would make.
+  // The runs of consecutive sequences (step_policy.h) `target` would decode beside: the busy
+  // slots, less, where they fill the decode width, the one likely to end first (the fewest
+  // tokens left to its budget), whose place the new job takes when it ends.
+  const Slot* leaving = nullptr;
+  size_t busy = 0;
+  for (const auto& s : slots_) {
+    if (!s->busy) continue;
+    ++busy;
+    if (leaving == nullptr || s->budget < leaving->budget) leaving = s.get();
+  }
+  if (busy < DecodeWidth()) leaving = nullptr;
   auto runs_with = [&](const Slot& target) {
     std::vector<size_t> used;
     for (const auto& s : slots_) {
-      if (s->busy || s.get() == &target) used.push_back(static_cast<size_t>(s->sequence));
+      if ((s->busy && s.get() != leaving) || s.get() == &target) used.push_back(static_cast<size_t>(s->sequence));
     }
     return Runs(std::move(used));
   };
