@@ -256,9 +256,14 @@ class EngineWorker {
   // kernels its cold prefill would use (MemoryCapabilities::prompt_call_tokens).
   size_t AlikePrefix(size_t computed_for, size_t prompt_tokens, size_t keep) const;
   // `cuts`: the prompt's (ShapeMatters), else null. `only_target`: plan for that slot alone
-  // (a job already on it), else for any free slot.
+  // (a job already on it), else for any free slot. `leaving`: the busy slot whose place the
+  // job takes when it ends (PlaceTakenOver), left out of the sequences it will decode beside.
   ReusePlan PlanReuse(const std::vector<engine::TokenId>& prompt, const std::vector<size_t>* cuts,
-                      Slot* only_target = nullptr);
+                      Slot* only_target = nullptr, const Slot* leaving = nullptr);
+  // Where a new job of this class finds the decode width full and outranks no busy job, it
+  // decodes once one ends: likely the one with the fewest tokens left to its budget, returned.
+  // Null where it decodes at once.
+  const Slot* PlaceTakenOver(RequestClass request_class) const;
   // Of two free slots equal in every other way, whether `a` is taken before `b`.
   bool FreeSlotGoesFirst(const Slot& a, const Slot& b) const;
   // Whether a slot's memory as it stands is the state a cold prefill cut at `cuts` passes

@@ -190,7 +190,7 @@ void EngineWorker::Admit(Job job) {
 void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<engine::Sampler> sampler) {
   std::vector<engine::TokenId>& prompt = chat_plan.prompt;
   std::vector<size_t> cuts = PromptCuts(prompt);
-  const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr);
+  const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr, nullptr, PlaceTakenOver(job.request_class));
   if (Status late = CheckDeadline(job, prompt.size() - plan.keep); !late.ok()) {
     Unadmit(job, JobEvent::Error(late));
     return;

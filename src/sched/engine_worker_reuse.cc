@@ -64,8 +64,22 @@ bool EngineWorker::FreeSlotGoesFirst(const Slot& a, const Slot& b) const {
   return a.last_used > b.last_used;
 }
 
+const EngineWorker::Slot* EngineWorker::PlaceTakenOver(RequestClass request_class) const {
+  const Slot* leaving = nullptr;
+  size_t busy = 0;
+  for (const auto& s : slots_) {
+    if (!s->busy) continue;
+    // It outranks a busy job: it decodes at once, in the place of the one paused for it.
+    if (ClassIndex(request_class) < ClassIndex(s->job.request_class)) return nullptr;
+    ++busy;
+    if (leaving == nullptr || s->budget < leaving->budget) leaving = s.get();
+  }
+  return busy >= DecodeWidth() ? leaving : nullptr;
+}
+
 EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt,
-                                                const std::vector<size_t>* cuts, Slot* only_target) {
+                                                const std::vector<size_t>* cuts, Slot* only_target,
+                                                const Slot* leaving) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
   const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
   // What `source`'s memory can give a job landing on `target`.
@@ -80,16 +94,7 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     return *checkpoint != nullptr ? (*checkpoint)->tokens.size() : 0;
   };
   // The runs of consecutive sequences (step_policy.h) `target` would decode beside: the busy
-  // slots, less, where they fill the decode width, the one likely to end first (the fewest
-  // tokens left to its budget), whose place the new job takes when it ends.
-  const Slot* leaving = nullptr;
-  size_t busy = 0;
-  for (const auto& s : slots_) {
-    if (!s->busy) continue;
-    ++busy;
-    if (leaving == nullptr || s->budget < leaving->budget) leaving = s.get();
-  }
-  if (busy < DecodeWidth()) leaving = nullptr;
+  // slots but `leaving`.
   auto runs_with = [&](const Slot& target) {
     std::vector<size_t> used;
     for (const auto& s : slots_) {
