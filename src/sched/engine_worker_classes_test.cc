@@ -579,12 +579,13 @@ TEST(EngineWorkerClasses, OnceInteractiveWorkWasSeenLowerClassesShareEachStepsPr
   auto done = rig.Run(after);
   ASSERT_TRUE(done.has_value()) << done.error().ToString();
 
-  // Before any interactive work the prompt went in one step; after it, 16 tokens a step, so
-  // an interactive request arriving now waits for a short step at most.
+  // Before any interactive work the prompt went in one step; after it (expected, none running),
+  // 16 x kExpectedChunkFactor tokens a step, so an arriving interactive request stops a short call.
+  const size_t expected_chunk = 16 * kExpectedChunkFactor;
   const Batches batches = rig.fake->batches();
-  EXPECT_GT(LargestPromptChunk(batches, 0, before_interactive), 16u);
-  EXPECT_LE(LargestPromptChunk(batches, after_interactive, batches.size()), 16u);
-  EXPECT_GE(batches.size() - after_interactive, 100u / 16);
+  EXPECT_GT(LargestPromptChunk(batches, 0, before_interactive), expected_chunk);
+  EXPECT_EQ(LargestPromptChunk(batches, after_interactive, batches.size()), expected_chunk);
+  EXPECT_GE(batches.size() - after_interactive, 100u / expected_chunk);
   EXPECT_EQ(done->tokens, Solo(after));
 }
 
@@ -600,9 +601,10 @@ TEST(EngineWorkerClasses, AConfigThatGrantsInteractiveSharesThePrefillFromTheSta
   auto second_channel = rig.Submit(second);
   rig.Release();
   ASSERT_TRUE(Await(*first_channel).has_value() && Await(*second_channel).has_value());
-  // The two prompts share the 16 tokens: no step holds more prompt tokens than that.
+  // The two prompts share the budget of expected interactive work, 16 x kExpectedChunkFactor
+  // tokens: no step holds more prompt tokens than that.
   const Batches batches = rig.fake->batches();
-  EXPECT_LE(LargestPromptChunk(batches, 0, batches.size()), 16u);
+  EXPECT_LE(LargestPromptChunk(batches, 0, batches.size()), 16u * kExpectedChunkFactor);
 }
 
 // Memory pressure: a pool of 80 tokens holds the background job (40 prompt tokens and its

@@ -82,7 +82,9 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     return v->request_class == RequestClass::kInteractive && !SitsOut(*v, options, step);
   });
   size_t running = 0;
-  choice.shared_prefill_tokens = options.shared_prefill_tokens;
+  // Only expected, none running: a chunk bounds no person's step, only the work an arrival's
+  // stop throws away, so it is twice as long (kExpectedChunkFactor).
+  choice.shared_prefill_tokens = options.shared_prefill_tokens * (interactive_runs ? 1 : kExpectedChunkFactor);
   for (const SlotView* view : ranked) {
     const bool takes_place = view->generating || interactive_runs;
     if ((takes_place && running >= options.decode_width) || SitsOut(*view, options, step)) {

@@ -116,9 +116,10 @@ TEST(StepPolicy, ExpectedInteractiveWorkSharesTheStepBeforeAnyRuns) {
   const std::vector<SlotView> busy = {Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2), recurrent};
   const StepChoice choice =
       ChooseStep(busy, {.decode_width = 4, .shared_prefill_tokens = 16, .interactive_expected = true}, 1);
-  // Only expected, none running: a prompt that cannot be cut short goes whole.
+  // Only expected, none running: a prompt that cannot be cut short goes whole, and the others
+  // share twice the budget they share beside a running interactive slot.
   EXPECT_EQ(choice.prefill_shared, (std::vector<bool>{true, true, false}));
-  EXPECT_EQ(choice.shared_prefill_tokens, 16);
+  EXPECT_EQ(choice.shared_prefill_tokens, 16 * kExpectedChunkFactor);
 }
 
 TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
