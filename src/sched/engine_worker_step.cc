@@ -292,13 +292,13 @@ void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
     s->checkpoint_at.erase(s->checkpoint_at.begin());
     const int64_t start_us = clock_.NowUs();
     auto state = engine_->SaveSequenceState(s->sequence);
-    if (state.has_value() && LogEnabled(LogLevel::kDebug)) {
-      Log(LogLevel::kDebug, "checkpoint_saved",
-          {{"tokens", std::to_string(s->prefilled)},
-           {"bytes", std::to_string(state->size())},
-           {"ms", std::to_string(static_cast<double>(clock_.NowUs() - start_us) / 1000.0)}});
-    }
     if (state.has_value()) {
+      if (LogEnabled(LogLevel::kDebug)) {
+        Log(LogLevel::kDebug, "checkpoint_saved",
+            {{"tokens", std::to_string(s->prefilled)},
+             {"bytes", std::to_string(state->size())},
+             {"ms", std::to_string(static_cast<double>(clock_.NowUs() - start_us) / 1000.0)}});
+      }
       checkpoints_.Put({s->prompt.begin(), s->prompt.begin() + static_cast<ptrdiff_t>(s->prefilled)}, std::move(*state));
     } else {
       Log(LogLevel::kWarn, "checkpoint_failed", {{"error", state.error().ToString()}});
