@@ -57,6 +57,7 @@ Status EngineWorker::Submit(Job job) {
       return h.request_class == holder.request_class && h.peer_uid == holder.peer_uid;
     });
     arrived_standing_ = std::min(arrived_standing_.load(), Standing(holder.request_class, peers_first, /*prompt=*/true));
+    if (arrived_us_.load() < 0) arrived_us_ = clock_.NowUs();
   }
   cv_.notify_one();
   return Status::Ok();
@@ -338,6 +339,7 @@ void EngineWorker::SwapWhenIdle(std::unique_lock<std::mutex>& lock) {
 std::vector<Job> EngineWorker::PopAdmissible() {
   std::vector<Job> admitted;
   arrived_standing_ = kNoStanding;
+  arrived_us_ = -1;
   admission_holders_.clear();
   admission_free_ = 0;
   if (pending_ || stopping_) return admitted;

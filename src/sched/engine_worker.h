@@ -149,6 +149,10 @@ struct HealthSnapshot {
 // a whole batch of background prefill.
 inline constexpr int64_t kInteractiveLingerMs = 5 * 60 * 1000;
 
+// A prompt's call after its call was stopped runs whole (a slot is stopped at most once in a
+// row), so it holds at most shared_prefill_tokens / this: an arrival during it waits briefly.
+inline constexpr int64_t kWholeCallDivisor = 4;
+
 class EngineWorker {
  public:
   // Takes a loaded engine and starts the thread.
@@ -381,6 +385,9 @@ class EngineWorker {
   // The highest Standing (step_policy.h) of the jobs submitted since the last admission that
   // it would admit (kNoStanding: none): a running call that stands below stops for them.
   std::atomic<int> arrived_standing_{kNoStanding};
+  // When the first of those arrived (clock_ µs; -1: none), for the debug line of a call it
+  // stopped: how long the stop took to take effect.
+  std::atomic<int64_t> arrived_us_{-1};
 
   SessionStore sessions_;  // thread-safe itself
   // The one source of the Stats counters, guarded by stats_mu_.
