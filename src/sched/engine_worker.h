@@ -149,10 +149,6 @@ struct HealthSnapshot {
 // a whole batch of background prefill.
 inline constexpr int64_t kInteractiveLingerMs = 5 * 60 * 1000;
 
-// A prompt's call after its call was stopped runs whole (a slot is stopped at most once in a
-// row), so it holds at most shared_prefill_tokens / this: an arrival during it waits briefly.
-inline constexpr int64_t kWholeCallDivisor = 4;
-
 class EngineWorker {
  public:
   // Takes a loaded engine and starts the thread.

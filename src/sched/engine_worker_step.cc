@@ -92,13 +92,7 @@ bool EngineWorker::Step() {
     const bool shared = choice.prefill_shared[k];
     Slot& slot = *slots_[choice.prefill[k]];
     int64_t limit = shared ? shared_left : -1;
-    if (slot.short_chunks) {
-      // The call after a stop runs whole, so the next arrival waits for it: a quarter chunk
-      // (64-token whole calls held a voice request up to 150 ms in a trace: ~250 ms a call).
-      const int64_t most = slot.stopped ? std::max<int64_t>(1, options_.shared_prefill_tokens / kWholeCallDivisor)
-                                        : options_.shared_prefill_tokens;
-      limit = limit < 0 ? most : std::min(limit, most);
-    }
+    if (slot.short_chunks) limit = limit < 0 ? options_.shared_prefill_tokens : std::min(limit, options_.shared_prefill_tokens);
     const size_t before = batch.size();
     if (AddPromptChunk(slot, &batch, first_chunk, limit)) first_chunk = false;
     if (shared) shared_left -= static_cast<int64_t>(batch.size() - before);
