@@ -186,16 +186,23 @@ TEST(EngineWorkerClasses, WithTwoSpareSequencesAPeerBehindAnothersManyRequestsRu
   EXPECT_EQ(MostDecodingInAStep(rig.fake->batches()), 4u);
 }
 
+// Four background requests of one peer (uid 1000), on sequences 0-3 in a held rig: the first
+// generates `first_tokens`, the others `other_tokens`.
+std::vector<std::shared_ptr<JobChannel>> FourBackground(Rig& rig, int32_t first_tokens, int32_t other_tokens) {
+  std::vector<std::shared_ptr<JobChannel>> channels;
+  for (int i = 0; i < 4; ++i) {
+    channels.push_back(rig.Submit(Classed(Raw("running request " + std::string(static_cast<size_t>(i), '!'), i == 0 ? first_tokens : other_tokens),
+                                          RequestClass::kBackground, 1000)));
+  }
+  return channels;
+}
+
 // With a sequence past the two kept free, a peer's fifth request has its prompt computed while
 // its four decode, and decodes in the step after one of them ends: the width stays full.
 TEST(EngineWorkerClasses, AJobPastTheWidthComputesItsPromptAheadAndDecodesWhenOneEnds) {
   Rig rig({.sequences = 7}, FourWide());
   rig.fake->HoldDecodes();
-  std::vector<std::shared_ptr<JobChannel>> four;
-  for (int i = 0; i < 4; ++i) {
-    four.push_back(rig.Submit(Classed(Raw("running request " + std::string(static_cast<size_t>(i), '!'), i == 0 ? 4 : 12),
-                                      RequestClass::kBackground, 1000)));
-  }
+  std::vector<std::shared_ptr<JobChannel>> four = FourBackground(rig, 4, 12);
   ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(rig.Step());  // the four decode
   const uint64_t held_step = rig.worker->stats().steps;
@@ -231,11 +238,7 @@ TEST(EngineWorkerClasses, AJobPastTheWidthComputesItsPromptAheadAndDecodesWhenOn
 TEST(EngineWorkerClasses, AJobPastTheWidthTakesTheSequenceThatKeepsTheDecodersConsecutiveWhenOneEnds) {
   Rig rig({.sequences = 7}, FourWide());
   rig.fake->HoldDecodes();
-  std::vector<std::shared_ptr<JobChannel>> channels;
-  for (int i = 0; i < 4; ++i) {
-    channels.push_back(rig.Submit(Classed(Raw("long-running request " + std::string(static_cast<size_t>(i), '!'), i == 0 ? 2 : 30),
-                                          RequestClass::kBackground, 1000)));
-  }
+  std::vector<std::shared_ptr<JobChannel>> channels = FourBackground(rig, 2, 30);
   ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
   for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
   ASSERT_EQ(rig.worker->stats().requests, 1u) << "the short request on sequence 0 did not end";

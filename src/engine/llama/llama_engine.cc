@@ -287,14 +287,11 @@ class LlamaEngine final : public Engine {
     LLMD_RETURN_IF_ERROR(RequireContext());
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
     // The MTP layer's part (a fixed size, none without it) first, then the recurrent state.
-    std::string state = drafter_ ? drafter_->SaveTargetState(sequence) : std::string();
-    const size_t head = state.size();
+    const std::string target = drafter_ ? drafter_->SaveTargetState(sequence) : std::string();
+    const size_t head = target.size();
     const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
-    if (head == 0) {
-      state = StateBuffer(size);
-    } else {
-      state.resize(head + size);
-    }
+    std::string state = StateBuffer(head + size);
+    std::copy(target.begin(), target.end(), state.begin());
     const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data() + head),
                                                         size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
     if (written == 0 || written > size) return InternalError("could not save the state of sequence " + std::to_string(sequence));
