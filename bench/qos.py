@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Request classes: a person waiting beside background work (issue 26's seed scenario).
 
-Three contenders, one after another on the same model file, threads, 4 slots and context per
-slot:
+Three contenders on the same model file, threads, 4 slots and context per slot, all loaded at
+once and each row run against one after another (an idle server computes nothing), so two
+contenders' rows are minutes apart, not a whole run:
   llmd-classes   llmd --parallel 4 --reserved-sequences 3 (the default), the interactive client's UID (root)
                  mapped to interactive, the background clients' UIDs (65534, 65533) to background
   llmd-off       the same flags without --request-class (everyone normal), --reserved-sequences 0
@@ -14,7 +15,7 @@ run in child processes as uid 65534 (nobody) and 65533, so llmd sees real peer U
 Workload:
   interactive  a short system prompt and question, max_tokens 8 (ignore_eos), one at a time on
                a 1.5 s schedule: request k at 1.5 k s or, if the one before has not answered by
-               then, as soon as it has (never two at once); --samples requests (20) or as many as
+               then, as soon as it has (never two at once); --samples requests (40) or as many as
                start within 60 s, whichever is fewer (a FIFO server under load answers slowly);
                one with no first token after 60 s is cut and counted at 60 s
   background   N clients (4, then 8) looping 250-word prompts (random words, new each time, so
@@ -557,35 +558,92 @@ def long_prompt_tokens(o, s):
         return None
 
 
-def contender(o, name, workdir, sockdir):
+def start_warm(o, name, workdir, sockdir):
+    """Starts a contender and warms it up: a burst of background-shaped requests (first-batch
+    page faults are not steady state) and the interactive request (its system prompt is then
+    warm, as it would be)."""
     progress(f"{name}: starting")
     s = start_contender(o, name, workdir, sockdir)
-    res = {"ready_s": s.ready_s}
     try:
-        # Warm-up: a burst of background-shaped requests (first-batch page faults are not steady
-        # state) and the interactive request (its system prompt is then warm, as it would be).
-        w = Clients(o, BACKGROUND_UID, bg_spec(o, s, "warm", PARALLEL, requests=1, max_tokens=4))
-        w.finish(stop=False)
+        Clients(o, BACKGROUND_UID, bg_spec(o, s, "warm", PARALLEL, requests=1, max_tokens=4)).finish(stop=False)
         Clients(o, INTERACTIVE_UID, paced_spec(o, s, "warm", 2, 0.2)).finish(stop=False)
-        progress(f"  {name}: interactive alone (idle)")
-        wait_idle(s)
-        res["idle"] = ttft_stats(Clients(o, INTERACTIVE_UID, paced_spec(o, s, "idle", o.samples, o.interval))
-                                 .finish(stop=False), o.ttft_cap)
-        progress(f"    p50 {res['idle']['p50_ms']:.0f} ms, p95 {res['idle']['p95_ms']:.0f} ms")
-        res["load"] = {str(n): load_row(o, s, name, f"load{n}", n) for n in o.clients}
-        res["long"] = load_row(o, s, name, "long", o.long_clients, o.long_words)
-        if name == "llama-server":
-            res["long_prompt_tokens"] = long_prompt_tokens(o, s)
-        res["fairness"] = fairness(o, s, name)
-        if name != "llmd-classes":
-            res["serving"] = serving(o, s, name)
-        if name != "llama-server":
-            m = s.metrics()
-            res["metrics_end"] = {k: v for k, v in m.items() if k.startswith("llmd_class") or k in (
-                "llmd_preemptions_total", "llmd_paused_sequences", "llmd_requests_total")}
-    finally:
+    except BaseException:
         s.stop()
-    return res
+        raise
+    return s
+
+
+def idle_row(o, s, name):
+    progress(f"  {name}: interactive alone (idle)")
+    wait_idle(s)
+    d = ttft_stats(Clients(o, INTERACTIVE_UID, paced_spec(o, s, "idle", o.samples, o.interval)).finish(stop=False),
+                   o.ttft_cap)
+    progress(f"    p50 {d['p50_ms']:.0f} ms, p95 {d['p95_ms']:.0f} ms")
+    return d
+
+
+def scenarios(o):
+    """Each row as (path in a contender's results, for which contenders, how to run it)."""
+    rows = [(("idle",), None, idle_row)]
+    rows += [(("load", str(n)), None, lambda o, s, name, n=n: load_row(o, s, name, f"load{n}", n)) for n in o.clients]
+    rows += [(("long",), None, lambda o, s, name: load_row(o, s, name, "long", o.long_clients, o.long_words)),
+             (("fairness",), None, fairness),
+             (("serving",), ("llmd-off", "llama-server"), serving)]
+    return rows
+
+
+def order_of(names, k):
+    """Row k's order: the two llmd contenders back to back (their throughputs are compared), first
+    one and then the other on alternate rows, so neither always runs after the other; llama-server
+    last."""
+    llmd = [n for n in names if n != "llama-server"]
+    return (llmd if k % 2 == 0 else llmd[::-1]) + [n for n in names if n == "llama-server"]
+
+
+def run_contenders(o, names, workdir, sockdir, results):
+    """Every contender loaded at once (an idle one computes nothing) and each row run against them
+    in turn, so the rows of two contenders are minutes apart, not a whole run: the VM drifts by a
+    fifth within minutes. A contender that fails loses its remaining rows, not the run."""
+    servers, R = {}, results["contenders"]
+    try:
+        for name in names:
+            try:
+                servers[name] = start_warm(o, name, workdir, sockdir)
+                R[name] = {"ready_s": servers[name].ready_s}
+            except (RuntimeError, OSError) as e:
+                progress(f"{name} failed: {e}")
+                results.setdefault("errors", {})[name] = str(e)[-1000:]
+        for k, (path, only, run) in enumerate(scenarios(o)):
+            for name in order_of([n for n in names if n in servers], k):
+                if only and name not in only:
+                    continue
+                try:
+                    value = run(o, servers[name], name)
+                except (RuntimeError, OSError) as e:
+                    progress(f"{name} failed: {e}")
+                    results.setdefault("errors", {})[name] = str(e)[-1000:]
+                    servers.pop(name).stop()
+                    continue
+                node = R[name]
+                for key in path[:-1]:
+                    node = node.setdefault(key, {})
+                node[path[-1]] = value
+            with open(os.path.join(o.out, "qos.partial.json"), "w") as f:
+                json.dump(results, f)
+        for name, s in servers.items():
+            if name == "llama-server":
+                R[name]["long_prompt_tokens"] = long_prompt_tokens(o, s)
+            else:
+                m = s.metrics()
+                R[name]["metrics_end"] = {k: v for k, v in m.items() if k.startswith("llmd_class") or k in (
+                    "llmd_preemptions_total", "llmd_paused_sequences", "llmd_requests_total")}
+    finally:
+        for s in servers.values():
+            s.stop()
+    # A contender that failed part way has no row to report.
+    for name in list(R):
+        if name in results.get("errors", {}):
+            del R[name]
 
 
 # ---------------------------------------------------------------- report
@@ -712,7 +770,7 @@ def main():
     a.add_argument("--model", required=True)
     a.add_argument("--llmd", help="the llmd binary (default: BUILD/src/llmd)")
     a.add_argument("--threads", type=int, default=2)
-    a.add_argument("--samples", type=int, help="interactive requests a row (default 20, --quick 3)")
+    a.add_argument("--samples", type=int, help="interactive requests a row (default 40, --quick 3)")
     a.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated subset, in order")
     a.add_argument("--quick", action="store_true", help="the tiny model, 3 samples, short answers: a smoke test")
     a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-results"))
@@ -732,7 +790,7 @@ def main():
         o.fair_samples, o.fair_cap, o.settle_s, o.row_cap, o.ttft_cap = 3, 10, 0.5, 20, 30
         o.serving_reps, o.serving_requests, o.serving_tokens = 1, 1, 16
     else:
-        o.context, o.words, o.bg_tokens, o.samples = 4608, 250, 96, o.samples or 20
+        o.context, o.words, o.bg_tokens, o.samples = 4608, 250, 96, o.samples or 40
         o.long_words = 3950  # ~4,000 tokens with the template (the table prints the count)
         o.fair_samples, o.fair_cap, o.settle_s, o.row_cap, o.ttft_cap = 20, 30, 3, 60, 60
         o.serving_reps, o.serving_requests, o.serving_tokens = 2, 4, 64
@@ -754,14 +812,7 @@ def main():
                "contenders": {}, "load_start": os.getloadavg()}
     progress(f"{results['machine']['model']}, {o.threads} threads, {o.samples} interactive samples a row; logs in {workdir}")
     try:
-        for name in o.contenders.split(","):
-            try:
-                results["contenders"][name] = contender(o, name, workdir, sockdir)
-            except (RuntimeError, OSError) as e:  # a contender that fails loses its rows, not the run
-                progress(f"{name} failed: {e}")
-                results.setdefault("errors", {})[name] = str(e)[-1000:]
-            with open(os.path.join(o.out, "qos.partial.json"), "w") as f:
-                json.dump(results, f)
+        run_contenders(o, o.contenders.split(","), workdir, sockdir, results)
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
     results["load_end"] = os.getloadavg()

@@ -8,7 +8,7 @@ Progress goes to stderr; the table to stdout; JSON and a PNG chart to --out.
 With --hybrid (a Qwen3.5-shaped model) the report names the model hybrid; every scenario, the
 burst of new conversations and the checkpoint counters run for dense and hybrid models alike.
 """
-import argparse, json, os, platform, random, shutil, signal, socket, statistics, struct, subprocess, sys, time
+import argparse, json, math, os, platform, random, shutil, signal, socket, statistics, struct, subprocess, sys, time
 import http.client, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,8 +31,10 @@ def med(xs):
 
 
 def pct(xs, q):
+    """The nearest-rank percentile: the smallest value with at least q of the values at or below
+    it (p95 of 20 is the 19th, not the largest)."""
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+    return xs[max(0, math.ceil(q * len(xs)) - 1)] if xs else float("nan")
 
 
 def spread(xs):
