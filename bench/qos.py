@@ -584,12 +584,14 @@ def idle_row(o, s, name):
 
 def scenarios(o):
     """Each row as (path in a contender's results, for which contenders, how to run it)."""
-    rows = [(("idle",), None, idle_row)]
-    rows += [(("load", str(n)), None, lambda o, s, name, n=n: load_row(o, s, name, f"load{n}", n)) for n in o.clients]
-    rows += [(("long",), None, lambda o, s, name: load_row(o, s, name, "long", o.long_clients, o.long_words)),
-             (("fairness",), None, fairness),
-             (("serving",), ("llmd-off", "llama-server"), serving)]
-    return rows
+    rows = [("idle", ("idle",), None, idle_row)]
+    rows += [(f"load{n}", ("load", str(n)), None, lambda o, s, name, n=n: load_row(o, s, name, f"load{n}", n))
+             for n in o.clients]
+    rows += [("long", ("long",), None, lambda o, s, name: load_row(o, s, name, "long", o.long_clients, o.long_words)),
+             ("fairness", ("fairness",), None, fairness),
+             ("serving", ("serving",), ("llmd-off", "llama-server"), serving)]
+    wanted = o.rows.split(",") if o.rows else None
+    return [row[1:] for row in rows if wanted is None or row[0] in wanted]
 
 
 def order_of(names, k):
@@ -773,6 +775,7 @@ def main():
     a.add_argument("--samples", type=int, help="interactive requests a row (default 40, --quick 3)")
     a.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated subset, in order")
     a.add_argument("--quick", action="store_true", help="the tiny model, 3 samples, short answers: a smoke test")
+    a.add_argument("--rows", help="comma-separated subset of idle,load4,load8,long,fairness,serving (default: all)")
     a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-results"))
     o = a.parse_args()
     if os.geteuid() != 0:
@@ -816,6 +819,11 @@ def main():
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
     results["load_end"] = os.getloadavg()
+    if o.rows:  # a subset of the rows: the table and targets need them all; the rows are in the JSON
+        with open(os.path.join(o.out, "qos.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        progress(f"wrote {o.out}/qos.json (rows {o.rows}: no table)")
+        return
     longs = [c.get("long_prompt_tokens") for c in results["contenders"].values() if c.get("long_prompt_tokens")]
     longs += [t for c in results["contenders"].values() for t in c["long"]["background"]["long_prompt_tokens"]]
     results["long_prompt_tokens"] = longs[0] if longs else None

@@ -4,7 +4,7 @@ namespace llmd::http {
 
 std::string Quoted(const std::string& field) { return "'" + field + "'"; }
 
-std::string Dump(const nlohmann::ordered_json& j) {
+std::string DumpOrdered(const nlohmann::ordered_json& j) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 

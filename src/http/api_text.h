@@ -14,8 +14,9 @@ std::string Quoted(const std::string& field);
 
 // JSON text of an ordered object (the fields in the order the API documents them, for people
 // reading it). Model text may hold invalid UTF-8 (a token can be part of a character): it is
-// replaced, never thrown. The json_reply.h Dump does the same for unordered objects.
-std::string Dump(const nlohmann::ordered_json& j);
+// replaced, never thrown. json_reply.h's Dump does the same for unordered objects (a name of its own:
+// a braced list would fit either).
+std::string DumpOrdered(const nlohmann::ordered_json& j);
 
 // "resp_X" -> "X", "msg_X" -> "X": the part the ids made for what an object holds (output
 // items, tool uses) share with the object's own id, so a stream and its final object agree

@@ -519,10 +519,10 @@ std::string RenderMessage(const MessageContext& ctx, const engine::ParsedReply& 
                {"stop_sequence", StopSequence(end)},
                {"stop_details", StopDetails(end)},
                {"usage", UsageJson(end.stats)}};
-  return Dump(m);
+  return DumpOrdered(m);
 }
 
-std::string RenderTokenCount(int32_t input_tokens) { return Dump(ordered{{"input_tokens", input_tokens}}); }
+std::string RenderTokenCount(int32_t input_tokens) { return DumpOrdered(ordered{{"input_tokens", input_tokens}}); }
 
 // ---------------------------------------------------------------------------------------
 // Streaming.
@@ -538,7 +538,7 @@ struct AnthropicStream::State : ReplyStream {
   void Emit(const char* type, ordered fields) {
     ordered data = {{"type", type}};
     for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-    Add(type, Dump(data));
+    Add(type, DumpOrdered(data));
   }
 
   void Started() override {

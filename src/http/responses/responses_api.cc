@@ -188,7 +188,7 @@ std::string RenderResponse(const ResponseContext& ctx, const engine::ParsedReply
   std::vector<std::string> statuses(blocks.blocks().size(), "completed");
   // What was cut off is the last item.
   if (status == "incomplete") statuses.back() = "incomplete";
-  return Dump(ResponseJson(ctx, status, OutputJson(ctx, blocks.blocks(), statuses, logprobs), UsageJson(stats),
+  return DumpOrdered(ResponseJson(ctx, status, OutputJson(ctx, blocks.blocks(), statuses, logprobs), UsageJson(stats),
                            IncompleteDetails(status, stats)));
 }
 
@@ -210,7 +210,7 @@ struct ResponsesStream::State : ReplyStream {
   void Emit(const char* type, ordered fields) {
     ordered data = {{"type", type}, {"sequence_number", sequence++}};
     for (auto& [key, value] : fields.items()) data[key] = std::move(value);
-    Add(type, Dump(data));
+    Add(type, DumpOrdered(data));
   }
 
   // The fields that place an event on an item: which item, where in the output.
