@@ -591,6 +591,9 @@ def scenarios(o):
              ("fairness", ("fairness",), None, fairness),
              ("serving", ("serving",), ("llmd-off", "llama-server"), serving)]
     wanted = o.rows.split(",") if o.rows else None
+    unknown = set(wanted or ()) - {row[0] for row in rows}
+    if unknown:
+        sys.exit(f"bench/qos.py: unknown --rows {','.join(sorted(unknown))}; the rows: {','.join(r[0] for r in rows)}")
     return [row[1:] for row in rows if wanted is None or row[0] in wanted]
 
 
@@ -797,6 +800,7 @@ def main():
         o.long_words = 3950  # ~4,000 tokens with the template (the table prints the count)
         o.fair_samples, o.fair_cap, o.settle_s, o.row_cap, o.ttft_cap = 20, 30, 3, 60, 60
         o.serving_reps, o.serving_requests, o.serving_tokens = 2, 4, 64
+    scenarios(o)  # an unknown --rows stops here, before anything starts
     os.makedirs(o.out, exist_ok=True)
     workdir = os.path.join(o.out, "qos-work")
     shutil.rmtree(workdir, ignore_errors=True); os.makedirs(workdir)
