@@ -168,6 +168,20 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
   return failed;
 }
 
+namespace {
+
+// A call's sequences, each once, in the call's order ("0,1,2,4"): a gap is a micro-batch more.
+std::string SequenceList(const std::vector<engine::DecodeItem>& call) {
+  std::string out;
+  for (size_t i = 0; i < call.size(); ++i) {
+    if (i > 0 && call[i].sequence == call[i - 1].sequence) continue;
+    out += (out.empty() ? "" : ",") + std::to_string(call[i].sequence);
+  }
+  return out;
+}
+
+}  // namespace
+
 void EngineWorker::LogCall(const std::vector<engine::DecodeItem>& call, int standing, const char* outcome,
                            int64_t took_us) const {
   if (!LogEnabled(LogLevel::kDebug)) return;  // a call is the hot path: build no line nobody reads
@@ -179,7 +193,7 @@ void EngineWorker::LogCall(const std::vector<engine::DecodeItem>& call, int stan
        {"standing", std::to_string(standing)},
        {"tokens", std::to_string(call.size())},
        {"prompt_tokens", std::to_string(prompt)},
-       {"sequences", std::to_string(call.front().sequence) + "-" + std::to_string(call.back().sequence)},
+       {"sequences", SequenceList(call)},
        {"arrived_standing", std::to_string(arrived_standing_.load())},
        // For a call stopped or skipped for an arrival: from the arrival to now, the stop's delay.
        {"since_arrival_ms", arrived_us_.load() < 0 ? std::string("none")
