@@ -543,6 +543,9 @@ def serving(o, s, name):
     allr = [r for rep in reps for r in rep["recs"]]
     st = ttft_stats(allr)
     st["tok_s"] = [rep["tok_s"] for rep in reps]
+    # Each request's send time from its rep's first send and its TTFT (s): when a slow one came.
+    st["requests"] = [[[round(r["send"] - min(x["send"] for x in rep["recs"]), 3),
+                        None if r["ttft"] is None else round(r["ttft"], 3)] for r in rep["recs"]] for rep in reps]
     return st
 
 
