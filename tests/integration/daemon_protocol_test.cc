@@ -572,24 +572,32 @@ TEST(DaemonQueue, AFullQueueAnswersBusyAndNeverBlocks) {
   EXPECT_NE(r->text.find("queue is full"), std::string::npos);
 }
 
-TEST_F(DaemonProtocolTest, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
-  LlmClient client(daemon_->socket());
+// A daemon of its own: the fixture's 64-token cap would let the stream end (every frame
+// already in the socket's buffer) before a client descheduled on a loaded CI machine closes,
+// and then there is nothing to cancel. 4,096 tokens (the most a request may ask) outlast any
+// such delay by seconds.
+TEST(DaemonProtocolCancel, Item40_DisconnectCancelsAndTheNextRequestIsCorrect) {
+  DaemonProcess daemon({"--temperature", "0", "--context", "8192", "--max-new-tokens", "4096"});
+  ASSERT_TRUE(daemon.ready()) << daemon.log();
+  LlmClient client(daemon.socket());
   auto reference = client.Generate("Count slowly.", 16);
-  ASSERT_TRUE(reference.has_value());
-  const size_t gone_before = daemon_->CountLog("client_gone");
+  ASSERT_TRUE(reference.has_value()) << reference.error().ToString();
   {
-    RawConn c(daemon_->socket());  // mid-stream
-    ASSERT_TRUE(c.Send(GenerateRequest("Write a very long essay about the sea.", 256, true)));
-    ASSERT_TRUE(c.Receive().has_value());
+    RawConn c(daemon.socket());  // mid-stream
+    ASSERT_TRUE(c.Send(GenerateRequest("Write a very long essay about the sea.", 4096, true)));
+    auto first = c.Receive();
+    ASSERT_TRUE(first.has_value());
+    ASSERT_EQ(first->type, Response::Type::kToken) << "the stream ended before its first token";
   }
   {
-    RawConn c(daemon_->socket());  // before the first token
+    // Before the first token: the daemon may see the peer gone before it runs the request,
+    // and then runs nothing; either way the slot must come free.
+    RawConn c(daemon.socket());
     ASSERT_TRUE(c.Send(GenerateRequest(std::string(3000, 'a'), 256, true)));
   }
-  // The generation was cancelled (its handler saw the peer go) and every slot was freed
-  // (the waits are liveness bounds only).
-  EXPECT_TRUE(WaitFor([&] { return daemon_->CountLog("client_gone") >= gone_before + 1; }))
-      << "no cancellation was logged\n" << daemon_->log();
+  // The mid-stream generation was cancelled (its handler saw the peer go) and every slot was
+  // freed (the waits are liveness bounds only).
+  EXPECT_TRUE(daemon.WaitForLog("llmd info client_gone")) << "no cancellation was logged\n" << daemon.log();
   std::string active = "?";
   EXPECT_TRUE(WaitFor([&] {
     auto st = client.Stats();
