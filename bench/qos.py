@@ -25,7 +25,7 @@ with one of them sending a ~4,000-token prompt instead. For each: interactive TT
 p95 / idle p95, the background clients' aggregate tok/s over the same window for every contender
 (content deltas received in the 60 s from the first interactive request, scaled by
 completion_tokens / deltas of the finished requests), and llmd's preemptions (llmd_preemptions_total on /metrics, the change
-over the row). Every row starts on an idle server (/metrics shows nothing running or queued).
+over the row). Every row starts with every contender idle (/metrics shows nothing running or queued).
 Fairness: uid 65533 sends the interactive-shaped request the same way on a 0.5 s schedule
 alone, beside uid 65534 keeping 4 background requests in flight, and beside 65534 keeping 16;
 65533's p95 TTFT and the ratios (both UIDs are background in llmd-classes, normal in llmd-off).
@@ -626,6 +626,12 @@ def run_contenders(o, names, workdir, sockdir, results):
                 if only and name not in only:
                     continue
                 try:
+                    # Every contender idle, not only this one: a row's stopped clients leave
+                    # requests the server runs on until it sees them gone (llama-server's
+                    # queued ones until they start), and they would share the CPU with the
+                    # next contender's row.
+                    others = {n: round(wait_idle(servers[n]), 2) for n in servers if n != name}
+                    R[name].setdefault("others_idle_wait_s", {})["/".join(path)] = others
                     value = run(o, servers[name], name)
                 except (RuntimeError, OSError) as e:
                     progress(f"{name} failed: {e}")
