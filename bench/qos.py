@@ -544,8 +544,11 @@ def serving(o, s, name):
     st = ttft_stats(allr)
     st["tok_s"] = [rep["tok_s"] for rep in reps]
     # Each request's send time from its rep's first send and its TTFT (s): when a slow one came.
-    st["requests"] = [[[round(r["send"] - min(x["send"] for x in rep["recs"]), 3),
-                        None if r["ttft"] is None else round(r["ttft"], 3)] for r in rep["recs"]] for rep in reps]
+    st["requests"] = []
+    for rep in reps:
+        t0 = min(r["send"] for r in rep["recs"])
+        st["requests"].append([[round(r["send"] - t0, 3), None if r["ttft"] is None else round(r["ttft"], 3)]
+                               for r in rep["recs"]])
     return st
 
 

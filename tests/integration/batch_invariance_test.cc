@@ -75,7 +75,7 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
     config.context_tokens = GetParam().context_tokens;
     config.kv_budget_bytes = 64ull << 20;
     config.sequences = 4;
-    config.threads = 1;
+    config.threads = kEngineThreads;
     engine_ = engine::NewLlamaEngine();
     const Status st = engine_->Load(config);
     ASSERT_TRUE(st.ok()) << st.ToString();

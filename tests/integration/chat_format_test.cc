@@ -55,7 +55,7 @@ TEST(ChatFormat, AReplacementTemplateRendersThePromptAndABrokenOneFailsTheLoad) 
   engine::EngineConfig config;
   config.model_path = TinyModelPath();
   config.context_tokens = 256;
-  config.threads = 1;
+  config.threads = kEngineThreads;
   config.chat_template =
       "{% for m in messages %}[{{ m.role | upper }}] {{ m.content }}\n{% endfor %}"
       "{% if add_generation_prompt %}[ASSISTANT] {% endif %}";

@@ -25,7 +25,7 @@ class KvPool : public ::testing::Test {
     config.context_tokens = 0;                 // automatic: one pool
     config.kv_budget_bytes = 8ull << 20;       // a small pool, quick to fill
     config.sequences = 2;
-    config.threads = 1;
+    config.threads = kEngineThreads;
     engine_ = engine::NewLlamaEngine();
     const Status st = engine_->Load(config);
     ASSERT_TRUE(st.ok()) << st.ToString();

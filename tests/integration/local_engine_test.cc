@@ -24,7 +24,7 @@ class LocalEngineTest : public ::testing::Test {
   static void SetUpTestSuite() {
     LocalEngineOptions options;
     options.context_tokens = kContext;
-    options.threads = 1;  // ctest runs two tests at once on two cores (tests/support/daemon_harness.h)
+    options.threads = testing::kEngineThreads;
     options.sequences = 2;
     auto loaded = LocalEngine::Load(testing::TinyModelPath(), options);
     ASSERT_TRUE(loaded.has_value()) << loaded.error().ToString();

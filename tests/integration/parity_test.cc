@@ -2,9 +2,8 @@
 // daemon's scheduler) generates exactly what llama.cpp's own reference program
 // (llama-completion, built from the same source) generates, for the same model, prompt and
 // thread count. (llama-simple takes no thread count; without OpenMP it starts 4 threads
-// per graph on a 2-core machine and runs 50x slower, with the same tokens.) One thread on both
-// sides: ctest runs two tests at once, and a 2-thread ggml pool beside another test's work on
-// two cores spins in its barriers (tests/support/daemon_harness.h).
+// per graph on a 2-core machine and runs 50x slower, with the same tokens.) Both sides run
+// testing::kEngineThreads.
 // Set LLMD_PARITY_PERTURB=1 to change one character of llmd's text before comparing: the test
 // must then fail, which shows it can.
 #include <gtest/gtest.h>
@@ -43,7 +42,7 @@ std::string ShellQuote(const std::string& s) {
 std::string ReferenceOutput(const std::string& model, const std::string& prompt, const std::string& flags = "") {
   std::string cmd = std::string(LLMD_LLAMA_COMPLETION) + " -m " + ShellQuote(model) + " -p " +
                     ShellQuote(prompt) + " -n " + std::to_string(kTokens) + " " + flags +
-                    " --temp 0 -t 1 -no-cnv --no-display-prompt --simple-io 2>/dev/null";
+                    " --temp 0 -t " + std::to_string(testing::kEngineThreads) + " -no-cnv --no-display-prompt --simple-io 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return "<popen failed>";
   std::string out;
@@ -67,7 +66,7 @@ class ParityTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(ParityTest, GreedyOutputMatchesLlamaCompletion) {
   const std::string model = GetParam();
   LocalEngineOptions config;
-  config.threads = 1;
+  config.threads = testing::kEngineThreads;
   config.sequences = 1;  // llama-completion's one sequence
   auto engine = LocalEngine::Load(model, config);
   ASSERT_TRUE(engine.has_value()) << engine.error().ToString();
@@ -101,7 +100,7 @@ TEST_P(ParityTest, GreedyOutputMatchesLlamaCompletion) {
 TEST(ParityWithPenalties, GreedyWithRepeatPenaltiesMatchesLlamaCompletion) {
   const std::string model = testing::TinyModelPath();
   LocalEngineOptions config;
-  config.threads = 1;
+  config.threads = testing::kEngineThreads;
   config.sequences = 1;
   auto engine = LocalEngine::Load(model, config);
   ASSERT_TRUE(engine.has_value()) << engine.error().ToString();

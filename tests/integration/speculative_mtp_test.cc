@@ -41,7 +41,7 @@ Result<std::unique_ptr<engine::Engine>> LoadMtp(int32_t sequences, int32_t batch
   c.context_tokens = kContext;
   c.sequences = sequences;
   c.batch_tokens = batch_tokens;
-  c.threads = 1;  // ctest runs two tests at once on two cores (tests/support/daemon_harness.h)
+  c.threads = kEngineThreads;
   c.speculative.mode = engine::SpeculativeMode::kMtp;
   c.speculative.draft_max = kDraftMax;
   LLMD_RETURN_IF_ERROR(e->Load(c));
@@ -85,7 +85,7 @@ std::vector<llama_token> LlamaCppDraft(const std::vector<llama_token>& prompt, l
   cp.n_seq_max = 1;
   cp.n_outputs_max = 1 + kDraftMax;
   cp.n_rs_seq = kDraftMax;
-  cp.n_threads = cp.n_threads_batch = 1;  // as llmd's engine above
+  cp.n_threads = cp.n_threads_batch = kEngineThreads;  // as llmd's engine above
   llama_context_ptr target(llama_init_from_model(model.get(), cp));
   llama_context_params dp = cp;
   dp.n_outputs_max = 1;

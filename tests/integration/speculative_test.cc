@@ -67,7 +67,7 @@ Result<std::unique_ptr<engine::Engine>> Load(const std::string& model, const Spe
   c.model_path = model;
   c.context_tokens = 512;
   c.sequences = 4;
-  c.threads = 1;  // ctest runs two tests at once on two cores (tests/support/daemon_harness.h)
+  c.threads = kEngineThreads;
   c.speculative = speculative;
   LLMD_RETURN_IF_ERROR(e->Load(c));
   return e;

@@ -74,10 +74,9 @@ class DaemonProcess {
     dir_ = MakeTempDir();
     socket_ = dir_ + "/llm.sock";
     log_ = dir_ + "/llmd.log";
-    // One engine thread: ctest runs daemons side by side, and two 2-thread ggml pools on two
-    // cores spin in each other's barriers (measured 10-20x slower in CI). Tests that need
-    // more threads say so; the last --threads wins.
-    std::vector<std::string> args = {LLMD_BINARY, "--socket", socket_, "--threads", "1", "--context", "1024"};
+    // kEngineThreads (test_models.h); a test that needs more says so: the last --threads wins.
+    std::vector<std::string> args = {LLMD_BINARY, "--socket", socket_, "--threads", std::to_string(kEngineThreads),
+                                     "--context", "1024"};
     if (!model.empty()) args.insert(args.end(), {"--model", model});
     args.insert(args.end(), extra.begin(), extra.end());
     Start(args);

@@ -1,4 +1,4 @@
-// The llama.cpp engine loaded on one thread for the tests that use it directly (no scheduler,
+// The llama.cpp engine loaded on kEngineThreads for the tests that use it directly (no scheduler,
 // no daemon); a load that fails is a test failure, and nullptr.
 #ifndef LLMD_TESTS_SUPPORT_LLAMA_TEST_ENGINE_H_
 #define LLMD_TESTS_SUPPORT_LLAMA_TEST_ENGINE_H_
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/llama/llama_engine.h"
+#include "test_models.h"
 
 namespace llmd::testing {
 
@@ -18,7 +19,7 @@ inline std::unique_ptr<engine::Engine> LoadTestEngine(const std::string& path, i
   config.model_path = path;
   config.context_tokens = context_tokens;
   config.sequences = sequences;
-  config.threads = 1;
+  config.threads = kEngineThreads;
   auto e = engine::NewLlamaEngine();
   const Status s = e->Load(config);
   EXPECT_TRUE(s.ok()) << s.ToString();
