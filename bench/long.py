@@ -10,7 +10,7 @@ pool sizes. Rows, each once per contender, in this order:
      llama-bench -p, run right after each llmd request: this machine's speed drifts over
      minutes, so llmd / llama-bench is the median of such pairs, 3 up to 4k tokens);
   2. decode at that depth: the same request then generates `tg` tokens (llama-bench -d);
-  3. RSS above the model file after each size (VmRSS, MiB);
+  3. RSS above the model file right after each size's request (VmRSS, MiB);
   4. a second turn: an 8k system prompt, a question and its answer, then a new question:
      TTFT cold (turn 1) and of turn 2 (client side, streamed, OpenAI chat over TCP);
   5. an agent-shaped request: a 10k-token system prompt, 20 tools, streamed: TTFT cold and of
@@ -111,6 +111,9 @@ def prefill_rows(o, who, server, file_mib, base):
             progress(f"  {who}: cold prefill of {n} tokens, then {o.tg} decoded ({rep + 1} of {reps})")
             seed = (who, n, rep, time.time())
             r = llmd_prefill(o, server, n, base, seed) if who == "llmd" else server_prefill(o, server, n, base, seed)
+            # Right after the request: llama-bench's run after it can outlast llmd's idle
+            # release (5 minutes), which would show the memory after the release instead.
+            r["rss_over_file_mib"] = server.rss_mib() - file_mib
             runs.append(r)
             if who == "llmd":
                 progress(f"  llama-bench: -p {n}")
@@ -119,7 +122,6 @@ def prefill_rows(o, who, server, file_mib, base):
         row = dict(runs[-1])
         row["prefill_tps"] = med([r["prefill_tps"] for r in runs if r["prefill_tps"]])
         row["prefill_runs"] = [r["prefill_tps"] for r in runs]
-        row["rss_over_file_mib"] = server.rss_mib() - file_mib
         rows[n] = row
         if who == "llmd":
             entry = {"prefill_tps": med([b for _, b in pairs]), "prefill_runs": [b for _, b in pairs],

@@ -55,6 +55,10 @@ struct MemoryCapabilities {
   // mixed call into micro-batches by sequence anyway. In one shared pool a mixed step stays
   // one call (its prompt chunks then take ggml's own kernels).
   bool prompt_calls_apart = false;
+  // Each sequence has a KV stream of its own: llama.cpp computes each run of consecutive
+  // sequence ids in a decode call as a micro-batch of its own (split_equal, sequential), a
+  // pass over the weights each (sched/step_policy.h).
+  bool stream_per_sequence = false;
 };
 
 // What the loaded engine drafts with (EngineConfig::speculative).

@@ -68,6 +68,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(std::move(options))
   info_.memory.decode_shape_tokens = options_.memory == FakeMemory::kRecurrent ? options_.ubatch_tokens : 0;
   info_.memory.prompt_call_tokens = options_.prompt_call_tokens;
   info_.memory.prompt_calls_apart = options_.prompt_calls_apart;
+  info_.memory.stream_per_sequence = options_.stream_per_sequence;
   if (options_.draft_max > 0) {
     info_.speculative.mode = SpeculativeMode::kDraft;
     info_.speculative.draft_max = options_.draft_max;

@@ -76,9 +76,10 @@ struct FakeEngineOptions {
   // > 0: the tokens all sequences may hold together (a shared pool, as a unified KV cache or
   // a device's memory): a DecodeBatch that would hold more is ResourceExhausted.
   int32_t pool_tokens = 0;
-  // MemoryCapabilities::prompt_call_tokens and prompt_calls_apart.
+  // MemoryCapabilities::prompt_call_tokens, prompt_calls_apart and stream_per_sequence.
   int32_t prompt_call_tokens = 0;
   bool prompt_calls_apart = false;
+  bool stream_per_sequence = false;
 };
 
 class FakeEngine final : public Engine {

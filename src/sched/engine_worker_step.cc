@@ -30,7 +30,8 @@ StepChoice EngineWorker::ChooseThisStep() {
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
   StepPolicyOptions policy{.decode_width = DecodeWidth(),
                            .shared_prefill_tokens = options_.shared_prefill_tokens,
-                           .interactive_expected = options_.interactive_peers || interactive_lately};
+                           .interactive_expected = options_.interactive_peers || interactive_lately,
+                           .runs_cost_passes = engine_->model_info().memory.stream_per_sequence};
   if (options_.background_mode) policy.background = options_.background_mode();
   StepChoice choice = ChooseStep(busy, policy, ++rounds_);
   UnparkChosen(&choice);
@@ -175,7 +176,8 @@ std::string SequenceList(const std::vector<engine::DecodeItem>& call) {
   std::string out;
   for (size_t i = 0; i < call.size(); ++i) {
     if (i > 0 && call[i].sequence == call[i - 1].sequence) continue;
-    out += (out.empty() ? "" : ",") + std::to_string(call[i].sequence);
+    if (!out.empty()) out += ',';  // (appended in two: GCC 12 warns -Wrestrict on "," + string)
+    out += std::to_string(call[i].sequence);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "sched/step_policy.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <utility>
 
@@ -44,6 +45,55 @@ void KeepRunsTogether(const std::vector<SlotView>& busy, StepChoice* choice) {
         break;
       }
       if (swapped) break;
+    }
+  }
+}
+
+// With a pass over the weights for each run of consecutive sequences, a decode call of n
+// sequences in r runs costs about r x (a pass) + n x (a sequence's token). Leaving a run of k
+// sequences out of it raises the call's tokens a second exactly when k x r < n, whatever the
+// two costs are (n / (r p + n t) < (n - k) / ((r - 1) p + (n - k) t) <=> k r < n). So a run
+// made only of slots of a class below the step's highest, and smaller than the step's runs
+// on average, sits the step out (paused: its memory and sampler stay in place, its tokens
+// come in a later step with the width whole). The gap it stood beside is most often a lower
+// slot whose next prompt waits while a person's request runs: 0 | 2 3 4 (4 interactive)
+// decodes as 2 3 4, one pass instead of two. Of two such runs, the lower-ranked one first.
+void LeaveOutSmallLowerRuns(const std::vector<SlotView>& busy, StepChoice* choice) {
+  std::map<size_t, const SlotView*> view;
+  for (const SlotView& v : busy) view[v.slot] = &v;
+  for (;;) {
+    std::vector<size_t> sorted = choice->decode;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t runs = Runs(sorted);
+    if (runs < 2) return;
+    RequestClass top = RequestClass::kBackground;
+    for (size_t slot : sorted) top = std::min(top, view[slot]->request_class);
+    // Each run's slots; a candidate is all below `top` and small. The last in rank goes out.
+    std::vector<std::vector<size_t>> candidates;
+    for (size_t i = 0; i < sorted.size();) {
+      size_t j = i + 1;
+      while (j < sorted.size() && sorted[j] == sorted[j - 1] + 1) ++j;
+      const std::vector<size_t> run(sorted.begin() + static_cast<std::ptrdiff_t>(i),
+                                    sorted.begin() + static_cast<std::ptrdiff_t>(j));
+      const bool lower = std::all_of(run.begin(), run.end(), [&](size_t s) { return view[s]->request_class > top; });
+      if (lower && run.size() * runs < sorted.size()) candidates.push_back(run);
+      i = j;
+    }
+    if (candidates.empty()) return;
+    // A run's rank: where its best-ranked slot stands in the decode list (ranked order).
+    auto rank = [&](const std::vector<size_t>& run) {
+      size_t best = choice->decode.size();
+      for (size_t s : run) {
+        best = std::min(best, static_cast<size_t>(std::find(choice->decode.begin(), choice->decode.end(), s) -
+                                                  choice->decode.begin()));
+      }
+      return best;
+    };
+    const auto out = std::max_element(candidates.begin(), candidates.end(),
+                                      [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+    for (size_t s : *out) {
+      choice->decode.erase(std::find(choice->decode.begin(), choice->decode.end(), s));
+      choice->paused.push_back(s);
     }
   }
 }
@@ -101,6 +151,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     }
   }
   KeepRunsTogether(busy, &choice);
+  if (options.runs_cost_passes) LeaveOutSmallLowerRuns(busy, &choice);
   return choice;
 }
 

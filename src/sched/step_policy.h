@@ -14,6 +14,10 @@
 //    Which of one peer's own slots of a class run is the policy's to choose: those that keep
 //    the decoding sequences in fewer runs of consecutive ids (llama.cpp computes each run as a
 //    micro-batch of its own where each sequence has a KV stream).
+//    Where runs cost a pass each (`runs_cost_passes`) and a higher class decodes, a run made
+//    only of lower-class slots sits the step out while it holds fewer sequences than the
+//    step's runs do on average (LeaveOutSmallLowerRuns): the person's step is shorter and
+//    the lower class gets more tokens a second over the steps.
 //  - A prompt still to compute takes no place in the width while no interactive slot runs: it
 //    is computed beside the slots that decode, and a job admitted past the width (MayAdmit)
 //    has its prompt ready when one of them ends, so the width stays full while jobs come and
@@ -58,6 +62,9 @@ struct StepPolicyOptions {
   bool interactive_expected = false;   // share the step as if an interactive slot ran
   BackgroundAction background = BackgroundAction::kRun;
   uint64_t throttle_period = 4;        // kThrottle: background runs one step in this many
+  // Each run of consecutive sequence ids in a decode call is a pass over the weights of its
+  // own (engine MemoryCapabilities::stream_per_sequence).
+  bool runs_cost_passes = false;
 };
 
 // A busy slot, as the policy sees it.

@@ -98,6 +98,67 @@ TEST(StepPolicy, WhichOfAPeersOwnSlotsPausesKeepsTheDecodingSequencesConsecutive
   EXPECT_EQ(fair_decode, (std::vector<size_t>{0, 1, 3, 4}));
 }
 
+TEST(StepPolicy, ALowerRunSmallerThanTheStepsAverageSitsOutBesideAHigherClass) {
+  // One peer's background requests on 0, 2 and 3 decode, the one on 1 has its next prompt to
+  // compute, and a person's request decodes on 4. The prompt ranks last and waits (it takes a
+  // place while interactive work runs), leaving 0 | 2 3 4: two passes over the weights for
+  // four tokens. Sequence 0 alone is a run below the average (1 x 2 runs < 4): it sits out.
+  std::vector<SlotView> busy = {Generating(0, kBackground, 1), Generating(2, kBackground, 2),
+                                Generating(3, kBackground, 3), Prefilling(1, kBackground, 4),
+                                Generating(4, kInteractive, 5)};
+  for (SlotView& v : busy) v.peer_uid = v.request_class == kInteractive ? 9 : 7;
+  const StepPolicyOptions passes{.decode_width = 4, .runs_cost_passes = true};
+  const StepChoice choice = ChooseStep(busy, passes, 1);
+  std::vector<size_t> decode = choice.decode;
+  std::sort(decode.begin(), decode.end());
+  EXPECT_EQ(decode, (std::vector<size_t>{2, 3, 4}));
+  std::vector<size_t> paused = choice.paused;
+  std::sort(paused.begin(), paused.end());
+  EXPECT_EQ(paused, (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(choice.prefill.empty()) << "the place left is not a prompt's: the person's step stays short";
+
+  // Where a run is no pass of its own (one KV stream for all), every place is used.
+  const StepChoice one_stream = ChooseStep(busy, {.decode_width = 4}, 1);
+  std::vector<size_t> all = one_stream.decode;
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<size_t>{0, 2, 3, 4}));
+
+  // Without a higher class in the step nothing sits out for runs: the prompt is computed
+  // beside the three decodes.
+  busy.pop_back();
+  const StepChoice alone = ChooseStep(busy, passes, 2);
+  std::vector<size_t> background = alone.decode;
+  std::sort(background.begin(), background.end());
+  EXPECT_EQ(background, (std::vector<size_t>{0, 2, 3}));
+  EXPECT_EQ(alone.prefill, (std::vector<size_t>{1}));
+  EXPECT_TRUE(alone.paused.empty());
+}
+
+TEST(StepPolicy, ARunAsLargeAsTheAverageOrHoldingTheHigherClassDecodes) {
+  const StepPolicyOptions passes{.decode_width = 4, .runs_cost_passes = true};
+  // 0 1 | 3 4: the lower run holds 2 of 4 in 2 runs, the average: leaving it out gains nothing.
+  const StepChoice even = ChooseStep({Generating(0, kBackground, 1), Generating(1, kBackground, 2),
+                                      Generating(3, kBackground, 3), Generating(4, kInteractive, 4)},
+                                     passes, 1);
+  EXPECT_EQ(even.decode.size(), 4u);
+  EXPECT_TRUE(even.paused.empty());
+  // 0 | 2 3 4 with the person's request on 0: its run is never left out, and the lower run
+  // 2 3 4 is above the average.
+  const StepChoice person = ChooseStep({Generating(0, kInteractive, 1), Generating(2, kBackground, 2),
+                                        Generating(3, kBackground, 3), Generating(4, kBackground, 4)},
+                                       passes, 1);
+  EXPECT_EQ(person.decode.size(), 4u);
+  // 0 | 2 | 4 5 6 with the person on 4: 1 x 3 runs < 5, so a single lower run sits out, the
+  // lower-ranked (newer) first; then 0 | 4 5 6 is 1 x 2 < 4, and the other goes too.
+  const StepChoice two = ChooseStep({Generating(0, kNormal, 1), Generating(2, kNormal, 2), Generating(4, kInteractive, 3),
+                                     Generating(5, kNormal, 4), Generating(6, kNormal, 5)},
+                                    {.decode_width = 5, .runs_cost_passes = true}, 1);
+  std::vector<size_t> decode = two.decode;
+  std::sort(decode.begin(), decode.end());
+  EXPECT_EQ(decode, (std::vector<size_t>{4, 5, 6}));
+  EXPECT_EQ(two.paused, (std::vector<size_t>{2, 0}));
+}
+
 TEST(StepPolicy, InteractivePromptsPrefillFirstAndLowerOnesGetOnlyTheSharedTokens) {
   SlotView recurrent = Prefilling(3, kBackground, 4);
   recurrent.fixed_chunks = true;

@@ -673,6 +673,7 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   // hybrid's calls have their cold shapes already (decode_shape_tokens).
   info_.memory.prompt_call_tokens = recurrent ? 0 : static_cast<int32_t>(llama_n_ubatch(ctx_.get()));
   info_.memory.prompt_calls_apart = !recurrent && StreamPerSequence();
+  info_.memory.stream_per_sequence = StreamPerSequence();
   info_.has_chat_template = chat_template_->from_model();
   info_.placement = MeasurePlacement(ctx_.get(), placement.plan);
   info_.placement_plan = placement.plan.Describe();
