@@ -17,12 +17,6 @@ namespace {
 
 using namespace test_rig;  // NOLINT(google-build-using-namespace): test helpers
 
-Job Classed(Job job, RequestClass c, std::optional<uint32_t> uid = std::nullopt) {
-  job.request_class = c;
-  job.peer_uid = uid;
-  return job;
-}
-
 // Three sequences, two of which run in a step: the third is for a higher class.
 WorkerOptions NarrowOptions() {
   WorkerOptions options = TestOptions();
@@ -692,115 +686,6 @@ TEST(EngineWorkerClasses, QueuedJobsShowTheirPositionAndExpectedWait) {
   rig.Release();
   for (auto* channel : {&running, &a, &b, &voice}) ASSERT_TRUE(Await(**channel).has_value());
   EXPECT_TRUE(rig.worker->Queued().empty());
-}
-
-// With a KV stream per sequence llama.cpp computes each run of consecutive sequences as a
-// micro-batch of its own: a new job takes the free slot that keeps the busy ones consecutive
-// (sequence 1 between 0 and 2), not the least recently used one (3, never used).
-TEST(EngineWorker, ANewJobTakesTheFreeSlotThatKeepsTheBusySequencesConsecutive) {
-  Rig rig({.sequences = 4}, TestOptions());
-  rig.fake->HoldDecodes();
-  auto a = rig.Submit(Raw("alpha job", 30));
-  auto b = rig.Submit(Raw("bravo", 2));
-  auto c = rig.Submit(Raw("charlie job", 30));
-  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-  for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
-  ASSERT_EQ(rig.worker->stats().requests, 1u) << "the short job did not end";
-  const Batches before = rig.fake->batches();
-  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("alpha job")), 0);
-  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("bravo")), 1);
-  ASSERT_EQ(SequenceOf(before, FakeEngine::Bytes("charlie job")), 2);
-  auto d = rig.Submit(Raw("delta, the new job", 4));  // prompts of distinct lengths (SequenceOf)
-  rig.Release();
-  for (auto* channel : {&a, &b, &c, &d}) ASSERT_TRUE(Await(**channel).has_value());
-  EXPECT_EQ(SequenceOf(rig.fake->batches(), FakeEngine::Bytes("delta, the new job")), 1);
-}
-
-// Where each sequence's KV stream makes a run of consecutive sequences a pass of its own, a
-// lower-class run that a gap leaves alone beside the person's sits the step out
-// (step_policy.h): background jobs on 0, 1 and 2, a person's on 3; the job on 1 ends, and the
-// one on 0 waits while 2 and 3 decode in one run. With one stream for all it decodes beside
-// them. Either way every answer is its solo run's.
-TEST(EngineWorkerClasses, ALowerSequenceLeftAloneByAGapSitsOutWhileAPersonsRequestRuns) {
-  for (const bool streams : {true, false}) {
-    SCOPED_TRACE(streams ? "a stream per sequence" : "one stream");
-    const FakeEngineOptions engine{.sequences = 5, .stream_per_sequence = streams};
-    WorkerOptions options = TestOptions();
-    options.decode_width = 3;
-    Rig rig(engine, options);
-    const Job a = Classed(Raw("alpha job", 30), RequestClass::kBackground);
-    const Job b = Classed(Raw("bravo", 6), RequestClass::kBackground);
-    const Job c = Classed(Raw("charlie job", 30), RequestClass::kBackground);
-    const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive);
-    rig.fake->HoldDecodes();
-    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(a), rig.Submit(b), rig.Submit(c)};
-    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-    ASSERT_TRUE(rig.Step());
-    channels.push_back(rig.Submit(voice));
-    rig.Release();
-    std::vector<Completion> done;
-    for (auto& channel : channels) {
-      auto completion = Await(*channel);
-      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
-      done.push_back(*completion);
-    }
-    const Batches batches = rig.fake->batches();
-    const int32_t sa = SequenceOf(batches, FakeEngine::Bytes("alpha job"));
-    const int32_t sb = SequenceOf(batches, FakeEngine::Bytes("bravo"));
-    const int32_t sc = SequenceOf(batches, FakeEngine::Bytes("charlie job"));
-    const int32_t sv = SequenceOf(batches, FakeEngine::Bytes("a person waits"));
-    ASSERT_EQ(std::vector<int32_t>({sa, sb, sc, sv}), std::vector<int32_t>({0, 1, 2, 3}));
-    // The steps after bravo's last token in which the person's request decodes.
-    size_t after_bravo = 0, with_alpha = 0;
-    bool bravo_ended = false;
-    for (const auto& batch : batches) {
-      const std::set<int32_t> decoding = DecodingIn(batch);
-      if (bravo_ended && decoding.count(sv) > 0) {
-        ++after_bravo;
-        with_alpha += decoding.count(sa);
-      }
-      // Its last decode: the fifth of its six tokens (the sixth ends it), after its 5-token prompt.
-      for (const auto& item : batch) bravo_ended = bravo_ended || (item.sequence == sb && item.position == 5 + 6 - 2);
-    }
-    ASSERT_GT(after_bravo, 0u) << "bravo ended after the person's request";
-    EXPECT_EQ(with_alpha, streams ? 0u : after_bravo);
-    if (streams) EXPECT_GE(done[0].stats.preemptions, 1);
-    EXPECT_EQ(done[0].tokens, Solo(a, engine, options));
-    EXPECT_EQ(done[2].tokens, Solo(c, engine, options));
-    EXPECT_EQ(done[3].tokens, Solo(voice, engine, options));
-  }
-}
-
-// llama.cpp computes a call in one micro-batch only if its sequences come in increasing order
-// (each sequence has its own KV stream): every step's call is sorted, whatever order the jobs
-// were admitted in and whichever slots they took.
-TEST(EngineWorker, EveryCallListsItsSequencesInIncreasingOrder) {
-  Rig rig({.sequences = 4}, TestOptions());
-  rig.fake->HoldDecodes();
-  std::vector<std::shared_ptr<JobChannel>> channels;
-  // Background jobs take sequences 0 and 1; interactive ones, ranked first in every step
-  // after, take 2 and 3.
-  for (const char* prompt : {"background one", "background two!"}) {
-    Job job = Raw(prompt, 8);
-    job.request_class = RequestClass::kBackground;
-    channels.push_back(rig.Submit(std::move(job)));
-  }
-  ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-  ASSERT_TRUE(rig.Step());
-  for (const char* prompt : {"interactive one", "interactive two!"}) {
-    Job job = Raw(prompt, 6);
-    job.request_class = RequestClass::kInteractive;
-    channels.push_back(rig.Submit(std::move(job)));
-  }
-  rig.Release();
-  for (auto& channel : channels) ASSERT_TRUE(Await(*channel).has_value());
-  size_t with_several = 0;
-  for (const auto& batch : rig.fake->batches()) {
-    EXPECT_TRUE(std::is_sorted(batch.begin(), batch.end(),
-                               [](const DecodeItem& a, const DecodeItem& b) { return a.sequence < b.sequence; }));
-    with_several += SequencesIn(batch).size() > 1 ? 1 : 0;
-  }
-  EXPECT_GT(with_several, 0u);
 }
 
 // Deadlines, on a clock that the fake engine moves by 100 ms a step: what the worker measured

@@ -29,11 +29,6 @@ WorkerOptions BothRun(uint64_t parked_budget_bytes) {
   return options;
 }
 
-Job Classed(Job job, RequestClass c) {
-  job.request_class = c;
-  return job;
-}
-
 struct PoolCase {
   FakeMemory memory;
   uint64_t parked_budget_bytes;

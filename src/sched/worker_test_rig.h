@@ -52,6 +52,13 @@ inline Job Raw(std::string prompt, int32_t max_tokens) {
   return job;
 }
 
+// `job` in request class `c`, from peer `uid` (none: a peer of its own).
+inline Job Classed(Job job, RequestClass c, std::optional<uint32_t> uid = std::nullopt) {
+  job.request_class = c;
+  job.peer_uid = uid;
+  return job;
+}
+
 inline Job Turn(std::string session, std::string system, std::string user, int32_t max_tokens) {
   Job job;
   job.prompt = SessionTurn{std::move(session), std::move(system), std::move(user)};
