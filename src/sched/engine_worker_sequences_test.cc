@@ -55,9 +55,16 @@ TEST(EngineWorkerClasses, ALowerSequenceLeftAloneByAGapSitsOutWhileAPersonsReque
     const Job b = Classed(Raw("bravo", 6), RequestClass::kBackground);
     const Job c = Classed(Raw("charlie job", 30), RequestClass::kBackground);
     const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive);
+    // Each job is queued before the step that admits it is formed, so the steps do not depend
+    // on how fast the worker's thread runs: alpha's prompt is step 1, bravo's and charlie's
+    // step 2, the three decode in step 3, and the person's request, coming in while step 3 is
+    // held, stops that call and is admitted in its place.
     rig.fake->HoldDecodes();
-    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(a), rig.Submit(b), rig.Submit(c)};
+    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(a)};
     ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+    channels.push_back(rig.Submit(b));
+    channels.push_back(rig.Submit(c));
+    ASSERT_TRUE(rig.Step());
     ASSERT_TRUE(rig.Step());
     channels.push_back(rig.Submit(voice));
     rig.Release();
