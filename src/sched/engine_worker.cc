@@ -428,6 +428,7 @@ WorkerStats EngineWorker::stats() const {
   s.sessions = static_cast<uint32_t>(sessions_.size());
   s.steps = steps_.load();
   s.prefix_copies = prefix_copies_.load();
+  s.sequence_moves = sequence_moves_.load();
   s.checkpoints = checkpoints_.count();
   s.checkpoint_bytes = checkpoints_.bytes();
   s.checkpoint_hits = checkpoints_.hits();

@@ -120,6 +120,7 @@ struct WorkerStats {
   uint32_t active = 0, queued = 0, sessions = 0;
   uint64_t steps = 0;              // decode steps run
   uint64_t prefix_copies = 0;      // prefixes copied from another slot
+  uint64_t sequence_moves = 0;     // slots moved to another sequence (StepChoice::moves)
   uint64_t checkpoints = 0, checkpoint_bytes = 0, checkpoint_hits = 0, checkpoint_misses = 0;
   uint64_t draft_tokens = 0, accepted_draft_tokens = 0;  // speculative decoding, all requests
   engine::MemoryUse memory;            // the model's memory as the last step left it
@@ -275,6 +276,13 @@ class EngineWorker {
   void WaitForSharedPrefix(Slot& slot);
   bool Step();  // one decode step over the busy slots; false when there was nothing to do
   StepChoice ChooseThisStep();
+  // engine_worker_move.cc: whether a slot's memory is cheap enough to copy for a move
+  // (SlotView::movable), and the moves the step policy chose (StepChoice::moves), each
+  // slot's memory copied to the free sequence and the two slots trading indexes; where a copy
+  // fails, it and the moves after it are undone in the choice and those slots stay.
+  static bool MayMove(const Slot& slot);
+  void ApplyMoves(StepChoice* choice);
+  bool Move(const SlotMove& move);
   // Runs a step's calls, the highest class's first, stopping or skipping those a newly arrived
   // job outranks; true when one failed or was stopped.
   bool RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls);
@@ -409,7 +417,7 @@ class EngineWorker {
   std::mt19937 synthetic_rng_{42};            // engine thread only: benchmark-only synthetic acceptance
   size_t busy_peak_ = 0, last_peak_ = 0;      // engine thread only: most slots busy at once, now
                                               // and in the last busy period (admission window)
-  std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0};
+  std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0}, sequence_moves_{0};
   uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
   int64_t last_interactive_ms_ = -1;  // engine thread: when an interactive job last took a slot
   std::atomic<uint32_t> paused_{0}, parked_{0};

@@ -152,6 +152,7 @@ void EngineWorker::EndJob(Slot& slot) {
   slot.think = chat::ThinkStripper();
   slot.out = engine::Completion();
   slot.streamed_logprobs = 0;
+  slot.cached_class = slot.job.request_class;
   slot.job = Job{.channel = nullptr};  // no new channel for an empty slot
 }
 

@@ -41,13 +41,14 @@ TEST(EngineWorker, ANewJobTakesTheFreeSlotThatKeepsTheBusySequencesConsecutive) 
 
 // Where each sequence's KV stream makes a run of consecutive sequences a pass of its own, a
 // lower-class run that a gap leaves alone beside the person's sits the step out
-// (step_policy.h): background jobs on 0, 1 and 2, a person's on 3; the job on 1 ends, and the
-// one on 0 waits while 2 and 3 decode in one run. With one stream for all it decodes beside
-// them. Either way every answer is its solo run's.
+// (step_policy.h) where no slot can move into the gap (this engine copies no sequences; the
+// test below moves one): background jobs on 0, 1 and 2, a person's on 3; the job on 1 ends,
+// and the one on 0 waits while 2 and 3 decode in one run. With one stream for all it decodes
+// beside them. Either way every answer is its solo run's.
 TEST(EngineWorkerClasses, ALowerSequenceLeftAloneByAGapSitsOutWhileAPersonsRequestRuns) {
   for (const bool streams : {true, false}) {
     SCOPED_TRACE(streams ? "a stream per sequence" : "one stream");
-    const FakeEngineOptions engine{.sequences = 5, .stream_per_sequence = streams};
+    const FakeEngineOptions engine{.sequences = 5, .sequence_copy = false, .stream_per_sequence = streams};
     WorkerOptions options = TestOptions();
     options.decode_width = 3;
     Rig rig(engine, options);
@@ -93,6 +94,7 @@ TEST(EngineWorkerClasses, ALowerSequenceLeftAloneByAGapSitsOutWhileAPersonsReque
       for (const auto& item : batch) bravo_ended = bravo_ended || (item.sequence == sb && item.position == 5 + 6 - 2);
     }
     ASSERT_GT(after_bravo, 0u) << "bravo ended after the person's request";
+    EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
     EXPECT_EQ(with_alpha, streams ? 0u : after_bravo);
     if (streams) {
       EXPECT_GE(done[0].stats.preemptions, 1);
@@ -135,6 +137,138 @@ TEST(EngineWorker, EveryCallListsItsSequencesInIncreasingOrder) {
   EXPECT_GT(with_several, 0u);
 }
 
+// Background jobs on 0-3 and a person's request on 4, the only free sequence: the width of 4
+// pauses one background job (alpha on 0, the others then decode in one run, 1-4). The job on
+// 3 ends, alpha would resume on 0 beside 1, 2 and 4 (two runs), and a slot moves into 3
+// instead: of those whose move makes one run (alpha to 3, or the person's request to 3),
+// the one holding the fewest tokens, alpha. Stated in calls: alpha's positions go on from 0 to
+// 3, every generation call from the move until the person's request ends is one run, and every
+// answer is its solo run's. With one stream for all (no pass per run) nothing moves.
+TEST(EngineWorkerClasses, ASequenceMovesIntoTheGapLeftBesideAPersonsRequest) {
+  for (const bool streams : {true, false}) {
+    SCOPED_TRACE(streams ? "a stream per sequence" : "one stream");
+    const FakeEngineOptions engine{.sequences = 5, .stream_per_sequence = streams};
+    WorkerOptions options = TestOptions();
+    options.decode_width = 4;
+    Rig rig(engine, options);
+    const std::vector<Job> background = {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
+                                         Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
+                                         Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
+                                         Classed(Raw("delta", 8), RequestClass::kBackground, 1000)};
+    const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000);
+    // Queued before the steps that admit them (see the test above): alpha's prompt in step 1,
+    // the other three's in step 2, and the person's request comes while step 3 is held, stops
+    // that call and is admitted in its place.
+    rig.fake->HoldDecodes();
+    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(background[0])};
+    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+    for (size_t i = 1; i < background.size(); ++i) channels.push_back(rig.Submit(background[i]));
+    ASSERT_TRUE(rig.Step());
+    ASSERT_TRUE(rig.Step());
+    channels.push_back(rig.Submit(voice));
+    rig.Release();
+    std::vector<Completion> done;
+    for (auto& channel : channels) {
+      auto completion = Await(*channel);
+      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
+      done.push_back(*completion);
+    }
+    const Batches batches = rig.fake->batches();
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("alpha job")), 0);
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("delta")), 3);
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("a person waits")), 4);
+    // Alpha's last position on 0; the first position on 3 after delta's last decode (the
+    // seventh of its eight tokens, after its 5-token prompt), and the call it came in.
+    int32_t last_on_0 = -1, first_on_3 = -1;
+    size_t moved_at = batches.size();
+    bool delta_ended = false;
+    for (size_t k = 0; k < batches.size(); ++k) {
+      for (const auto& item : batches[k]) {
+        if (item.sequence == 0) last_on_0 = item.position;
+        if (delta_ended && item.sequence == 3 && first_on_3 < 0) {
+          first_on_3 = item.position;
+          moved_at = k;
+        }
+      }
+      for (const auto& item : batches[k]) delta_ended = delta_ended || (item.sequence == 3 && item.position == 5 + 8 - 2);
+    }
+    ASSERT_TRUE(delta_ended);
+    if (streams) {
+      EXPECT_EQ(rig.worker->stats().sequence_moves, 1u);
+      ASSERT_LT(moved_at, batches.size()) << "nothing decoded on 3 after delta ended";
+      EXPECT_EQ(first_on_3, last_on_0 + 1) << "alpha goes on from where it was";
+      for (size_t k = moved_at; k < batches.size(); ++k) {
+        EXPECT_EQ(ItemsOf(batches[k], 0), 0u) << "call " << k << ": alpha's old sequence";
+        if (ItemsOf(batches[k], 4) == 0) break;  // the person's request ended
+        const std::set<int32_t> decoding = DecodingIn(batches[k]);
+        EXPECT_EQ(Runs(std::vector<size_t>(decoding.begin(), decoding.end())), 1u) << "call " << k;
+      }
+    } else {
+      EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
+      EXPECT_EQ(first_on_3, -1) << "nothing decodes on 3 after delta";
+    }
+    for (size_t i = 0; i < background.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(background[i], engine, options));
+    EXPECT_EQ(done[4].tokens, Solo(voice, engine, options));
+  }
+}
+
+// The gap held by a job that waits: background jobs on 0-3 and a person's request on 4 (the
+// width of 4 pauses alpha on 0), 7 sequences. Delta on 3 ends, and echo, queued behind it,
+// takes 3 to compute its prompt ahead, which waits while the person's request runs. Echo
+// moves aside (to a free sequence), alpha into 3; when the person's request ends, echo's
+// prompt moves to where it decodes beside the others. Stated in calls: every call that
+// decodes the width's four sequences is one run, and every answer is its solo run's. With one
+// stream for all nothing moves.
+TEST(EngineWorkerClasses, AJobWaitingInTheGapMovesAsideAndBackBesideTheOthers) {
+  for (const bool streams : {true, false}) {
+    SCOPED_TRACE(streams ? "a stream per sequence" : "one stream");
+    const FakeEngineOptions engine{.sequences = 7, .stream_per_sequence = streams};
+    WorkerOptions options = TestOptions();
+    options.decode_width = 4;
+    Rig rig(engine, options);
+    const std::vector<Job> jobs = {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
+                                   Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
+                                   Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
+                                   Classed(Raw("delta", 8), RequestClass::kBackground, 1000),
+                                   Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000),
+                                   Classed(Raw("echo, the next one", 30), RequestClass::kBackground, 1000)};
+    // Each queued before the step that admits it (see the tests above).
+    rig.fake->HoldDecodes();
+    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(jobs[0])};
+    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
+    for (size_t i = 1; i < 4; ++i) channels.push_back(rig.Submit(jobs[i]));
+    ASSERT_TRUE(rig.Step());
+    ASSERT_TRUE(rig.Step());
+    channels.push_back(rig.Submit(jobs[4]));
+    ASSERT_TRUE(rig.Step());
+    channels.push_back(rig.Submit(jobs[5]));
+    rig.Release();
+    std::vector<Completion> done;
+    for (auto& channel : channels) {
+      auto completion = Await(*channel);
+      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
+      done.push_back(*completion);
+    }
+    const Batches batches = rig.fake->batches();
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("a person waits")), 4);
+    size_t full = 0, split = 0;
+    for (const auto& batch : batches) {
+      const std::set<int32_t> decoding = DecodingIn(batch);
+      if (decoding.size() < 4) continue;
+      ++full;
+      split += Runs(std::vector<size_t>(decoding.begin(), decoding.end())) > 1 ? 1 : 0;
+    }
+    ASSERT_GT(full, 0u);
+    if (streams) {
+      EXPECT_GE(rig.worker->stats().sequence_moves, 2u);
+      EXPECT_EQ(split, 0u) << "of " << full << " calls of four";
+    } else {
+      EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
+      EXPECT_GT(split, 0u) << "the gap stays where nothing moves";
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(jobs[i], engine, options)) << i;
+  }
+}
 
 }  // namespace
 }  // namespace llmd::sched

@@ -25,6 +25,9 @@ struct EngineWorker::Slot {
   int32_t sequence = 0;
   std::vector<engine::TokenId> resident;  // tokens in this sequence's memory, positions 0..n-1
   int64_t last_used = 0;
+  // The class of the job that left `resident` as a cache (a free slot): a move by a lower
+  // class keeps it (step_policy.h, MoveCandidate).
+  RequestClass cached_class = RequestClass::kBackground;
 
   bool busy = false;
   bool paused = false;                    // sat out the last step for a higher class (StepPolicy)

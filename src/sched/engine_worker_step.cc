@@ -14,6 +14,7 @@
 namespace llmd::sched {
 
 StepChoice EngineWorker::ChooseThisStep() {
+  const bool copies = engine_->model_info().memory.sequence_copy;
   std::vector<SlotView> busy;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = *slots_[i];
@@ -25,7 +26,13 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .generating = s.has_pending,
                     .prefilling = s.Prefilling(),
                     .waiting = s.wait_source != nullptr || s.memory_wait,
-                    .fixed_chunks = !s.cuts.empty()});
+                    .fixed_chunks = !s.cuts.empty(),
+                    .movable = copies && MayMove(s),
+                    .tokens = s.resident.size()});
+  }
+  std::vector<MoveCandidate> free;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i]->busy) free.push_back({i, slots_[i]->resident.size(), slots_[i]->cached_class});
   }
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
   StepPolicyOptions policy{.decode_width = DecodeWidth(),
@@ -33,7 +40,8 @@ StepChoice EngineWorker::ChooseThisStep() {
                            .interactive_expected = options_.interactive_peers || interactive_lately,
                            .runs_cost_passes = engine_->model_info().memory.stream_per_sequence};
   if (options_.background_mode) policy.background = options_.background_mode();
-  StepChoice choice = ChooseStep(busy, policy, ++rounds_);
+  StepChoice choice = ChooseStep(busy, policy, ++rounds_, free);
+  ApplyMoves(&choice);
   UnparkChosen(&choice);
   std::array<uint32_t, kRequestClasses> by_class{};
   for (const SlotView& view : busy) ++by_class[ClassIndex(view.request_class)];

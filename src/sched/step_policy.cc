@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 namespace llmd::sched {
@@ -98,6 +100,84 @@ void LeaveOutSmallLowerRuns(const std::vector<SlotView>& busy, StepChoice* choic
   }
 }
 
+bool Holds(const std::vector<size_t>& list, size_t slot) { return std::find(list.begin(), list.end(), slot) != list.end(); }
+
+// A plan of moves' cost, compared in order: runs left, tokens copied, moves, cached tokens
+// dropped.
+using MoveCost = std::tuple<size_t, size_t, size_t, size_t>;
+
+// Whether a move of a `mover_class` slot may drop what the free sequence `f` caches.
+bool MayDrop(const MoveCandidate& f, RequestClass mover_class) {
+  return f.tokens == 0 || ClassIndex(f.request_class) >= ClassIndex(mover_class);
+}
+
+// How `mover` gets into `target`'s sequence: the moves, in order, that clear it first and the
+// mover's own, with the tokens they copy and the cached ones they drop; none where it cannot
+// be cleared. A free sequence whose cache the mover may not drop has it moved aside to an empty
+// free sequence; a slot sitting the step out (`occupied`) moves aside to the free sequence
+// caching least of those whose cache its class may drop.
+struct Entry {
+  std::vector<SlotMove> moves;
+  size_t copied = 0, dropped = 0;
+};
+std::optional<Entry> Enter(const MoveCandidate& mover, const MoveCandidate& target, bool occupied,
+                           const std::vector<MoveCandidate>& free) {
+  if (!occupied && MayDrop(target, mover.request_class)) {
+    return Entry{{{mover.slot, target.slot}}, mover.tokens, target.tokens};
+  }
+  const MoveCandidate* aside = nullptr;
+  for (const MoveCandidate& f : free) {
+    if (f.slot == target.slot) continue;
+    const bool fits = occupied ? MayDrop(f, target.request_class) : f.tokens == 0;
+    if (fits && (aside == nullptr || f.tokens < aside->tokens)) aside = &f;
+  }
+  if (aside == nullptr) return std::nullopt;
+  return Entry{{{target.slot, aside->slot}, {mover.slot, target.slot}}, mover.tokens + target.tokens, aside->tokens};
+}
+
+// A move in the policy's own books: the step's lists and the views name the slot by its new
+// index, its new sequence is no longer free and its old one is (the worker empties it).
+void Relabel(const SlotMove& m, StepChoice* choice, std::vector<SlotView>* views, std::vector<MoveCandidate>* free) {
+  choice->moves.push_back(m);
+  for (auto* list : {&choice->decode, &choice->paused, &choice->prefill}) std::replace(list->begin(), list->end(), m.from, m.to);
+  for (SlotView& v : *views) {
+    if (v.slot == m.from) v.slot = m.to;
+  }
+  std::erase_if(*free, [&](const MoveCandidate& f) { return f.slot == m.to; });
+  free->push_back({m.from, 0});
+}
+
+// A prompt of the step goes where its tokens will decode beside the others: where a free
+// sequence joins the decoding runs and its own does not, it moves there first, its memory
+// (the prefix it reused, what it computed) copied. So a job computed ahead, or moved aside
+// for a person's request, does not decode apart from the rest for its whole answer.
+void PlacePrompts(StepChoice* choice, std::vector<SlotView>* views, std::vector<MoveCandidate>* free) {
+  const std::vector<size_t> prompts = choice->prefill;
+  for (size_t slot : prompts) {
+    const auto view = std::find_if(views->begin(), views->end(), [&](const SlotView& v) { return v.slot == slot; });
+    if (view == views->end() || !view->movable) continue;
+    const MoveCandidate prompt{slot, view->tokens, view->request_class};
+    auto runs_at = [&](size_t at) {
+      std::vector<size_t> with = choice->decode;
+      with.push_back(at);
+      return Runs(with);
+    };
+    const size_t runs_now = runs_at(slot);
+    std::optional<Entry> best;
+    MoveCost best_cost;
+    for (const MoveCandidate& f : *free) {
+      std::optional<Entry> entry = Enter(prompt, f, false, *free);
+      if (!entry) continue;
+      const MoveCost cost{runs_at(f.slot), entry->copied, entry->moves.size(), entry->dropped};
+      if (std::get<0>(cost) >= runs_now || (best && cost >= best_cost)) continue;
+      best = std::move(entry);
+      best_cost = cost;
+    }
+    if (!best) continue;
+    for (const SlotMove& m : best->moves) Relabel(m, choice, views, free);
+  }
+}
+
 }  // namespace
 
 size_t Runs(std::vector<size_t> sequences) {
@@ -107,7 +187,8 @@ size_t Runs(std::vector<size_t> sequences) {
   return runs;
 }
 
-StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step) {
+StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step,
+                      const std::vector<MoveCandidate>& free) {
   std::vector<const SlotView*> ranked;
   for (const SlotView& view : busy) {
     if (!view.waiting && (view.generating || view.prefilling)) ranked.push_back(&view);
@@ -151,8 +232,46 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     }
   }
   KeepRunsTogether(busy, &choice);
-  if (options.runs_cost_passes) LeaveOutSmallLowerRuns(busy, &choice);
+  if (!options.runs_cost_passes) return choice;
+  std::vector<SlotView> views = busy;  // under the indexes the moves give them
+  std::vector<MoveCandidate> spare = free;
+  if (interactive_runs && choice.decode.size() >= options.decode_width) {
+    std::vector<MoveCandidate> movable, idle;
+    for (const SlotView& v : views) {
+      if (!v.movable) continue;
+      if (Holds(choice.decode, v.slot)) movable.push_back({v.slot, v.tokens, v.request_class});
+      if (Holds(choice.paused, v.slot)) idle.push_back({v.slot, v.tokens, v.request_class});
+    }
+    for (const SlotMove& m : ChooseMoves(choice.decode, movable, idle, spare)) Relabel(m, &choice, &views, &spare);
+  }
+  PlacePrompts(&choice, &views, &spare);
+  LeaveOutSmallLowerRuns(views, &choice);
   return choice;
+}
+
+std::vector<SlotMove> ChooseMoves(const std::vector<size_t>& decode, const std::vector<MoveCandidate>& movable,
+                                  const std::vector<MoveCandidate>& idle, const std::vector<MoveCandidate>& free) {
+  const size_t runs_now = Runs(decode);
+  std::vector<SlotMove> best;
+  MoveCost best_cost;
+  for (const MoveCandidate& m : movable) {
+    if (!Holds(decode, m.slot)) continue;
+    auto consider = [&](const MoveCandidate& target, bool occupied) {
+      std::vector<size_t> trial = decode;
+      std::replace(trial.begin(), trial.end(), m.slot, target.slot);
+      const std::optional<Entry> entry = Enter(m, target, occupied, free);
+      if (!entry) return;
+      const MoveCost cost{Runs(trial), entry->copied, entry->moves.size(), entry->dropped};
+      if (std::get<0>(cost) >= runs_now || (!best.empty() && cost >= best_cost)) return;
+      best = entry->moves;
+      best_cost = cost;
+    };
+    for (const MoveCandidate& f : free) consider(f, false);
+    for (const MoveCandidate& o : idle) {
+      if (!Holds(decode, o.slot)) consider(o, true);
+    }
+  }
+  return best;
 }
 
 bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_width, size_t free_sequences) {

@@ -17,7 +17,12 @@
 //    Where runs cost a pass each (`runs_cost_passes`) and a higher class decodes, a run made
 //    only of lower-class slots sits the step out while it holds fewer sequences than the
 //    step's runs do on average (LeaveOutSmallLowerRuns): the person's step is shorter and
-//    the lower class gets more tokens a second over the steps.
+//    the lower class gets more tokens a second over the steps. Before that, where a free
+//    sequence joins runs while a higher class decodes and the width is full (no prompt takes
+//    the gap until one of them ends), a decoding slot moves into it, the slot sitting out in
+//    it moving aside first (ChooseMoves); and a prompt of the step moves to a free sequence
+//    where it will decode beside the others (PlacePrompts). Only slots the worker says may
+//    move (SlotView::movable: their memory is cheap to copy) move.
 //  - A prompt still to compute takes no place in the width while no interactive slot runs: it
 //    is computed beside the slots that decode, and a job admitted past the width (MayAdmit)
 //    has its prompt ready when one of them ends, so the width stays full while jobs come and
@@ -79,6 +84,29 @@ struct SlotView {
   // Its prompt chunks cannot be cut shorter than its prefill cuts (a recurrent model): it
   // shares the step only while an interactive slot runs, and goes whole when one is expected.
   bool fixed_chunks = false;
+  // Its memory may be copied to another sequence (runs_cost_passes): `tokens` held, which a
+  // move copies.
+  bool movable = false;
+  size_t tokens = 0;
+};
+
+// A decoding slot moved to a free sequence, its memory copied there and its job, sampler and
+// pending token with it, so that the step's decoding sequences make fewer runs.
+struct SlotMove {
+  size_t from = 0;
+  size_t to = 0;
+};
+
+// A slot a move may take (`tokens`: what its memory holds, which the move copies;
+// `request_class`: its job's), or a free sequence (`tokens`: the prefix cached there;
+// `request_class`: that of the job that left it). A move drops a free sequence's cache where a
+// job of the mover's class or lower left it; a higher class's cache (the last voice request's,
+// which the next one reuses) moves aside to an empty free sequence first, or the sequence is
+// not taken.
+struct MoveCandidate {
+  size_t slot = 0;
+  size_t tokens = 0;
+  RequestClass request_class = RequestClass::kBackground;
 };
 
 struct StepChoice {
@@ -89,12 +117,27 @@ struct StepChoice {
   // interactive work), which all such chunks of the step draw on together.
   std::vector<bool> prefill_shared;
   int64_t shared_prefill_tokens = 0;
+  // Slots to move, in order, before the step runs; the lists above already name them by their
+  // new indexes.
+  std::vector<SlotMove> moves;
 };
 
 // The runs of consecutive ids among `sequences` (any order): with a KV stream per sequence,
 // llama.cpp computes each run of a decode call as a micro-batch of its own, a pass over the
 // weights.
 size_t Runs(std::vector<size_t> sequences);
+
+// Where runs cost a pass each (runs_cost_passes): the moves, in order, that leave `decode` in
+// the fewest runs, if fewer than now. A slot of `movable` (slots of `decode`) moves into a
+// free sequence, or into one held by a slot that sits the step out (of `idle`), which first
+// moves to a free sequence outside the step's: typically a background job whose prompt waits
+// for a person's request to end, computed ahead in the sequence its predecessor left. Of
+// plans alike, the one copying the fewest tokens, then the one with fewer moves, then the one
+// dropping the fewest cached ones (MoveCandidate says which caches may be dropped). The common case: a person's request decodes on 4 after the
+// background request on 3 ended, the next one's prompt waiting on 3 (or 3 free), and
+// 0 1 2 | 4 becomes 0 1 2 3, one pass instead of two.
+std::vector<SlotMove> ChooseMoves(const std::vector<size_t>& decode, const std::vector<MoveCandidate>& movable,
+                                  const std::vector<MoveCandidate>& idle, const std::vector<MoveCandidate>& free);
 
 // Where a job stands against a running call it might stop, and so the order of a step's calls
 // (EngineWorker::RunCalls): by class; within a class a peer's first job before any peer's later
@@ -107,8 +150,10 @@ inline int Standing(RequestClass c, bool peers_first, bool prompt) {
 }
 inline constexpr int kNoStanding = kRequestClasses * 3;
 
-// `step`: the number of the step about to run (for throttling).
-StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step);
+// `step`: the number of the step about to run (for throttling). `free`: the sequences no job
+// holds, with the tokens each caches (for a move).
+StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step,
+                      const std::vector<MoveCandidate>& free = {});
 
 // A busy slot, or a job about to take one, as admission sees it.
 struct Holder {

@@ -259,5 +259,125 @@ TEST(StepPolicy, APeerBehindAnothersManyRequestsTakesASpareSequenceAndTheirNewes
   EXPECT_EQ(choice.paused, (std::vector<size_t>{0}));
 }
 
+// A plan of moves as (from, to) pairs, for comparing.
+using Pairs = std::vector<std::pair<size_t, size_t>>;
+Pairs moves(const std::vector<SlotMove>& plan) {
+  Pairs out;
+  for (const SlotMove& m : plan) out.emplace_back(m.from, m.to);
+  return out;
+}
+
+// A person's request decoding on 4 while 3 is free: it moves to 3, and 0-3 decode in one run.
+// Of several moves that join runs alike, the cheapest copy; none where no move joins runs.
+TEST(StepPolicy, ADecodingSlotMovesIntoAFreeSequenceThatJoinsItsRuns) {
+  EXPECT_EQ(moves(ChooseMoves({4, 0, 1, 2}, {{4, 120}, {0, 900}, {1, 900}, {2, 900}}, {}, {{3, 0}})), (Pairs{{4, 3}}));
+  // 0 1 | 3 4 with 2 free: 0 or 4 could move to 2; 4 holds fewer tokens.
+  EXPECT_EQ(moves(ChooseMoves({0, 1, 3, 4}, {{0, 800}, {1, 800}, {3, 800}, {4, 100}}, {}, {{2, 0}})), (Pairs{{4, 2}}));
+  // Only 2 joins 0 1 (3 and 5 leave a gap), whatever it caches.
+  EXPECT_EQ(moves(ChooseMoves({0, 1, 4}, {{4, 10}}, {}, {{2, 500}, {3, 0}, {5, 0}})), (Pairs{{4, 2}}));
+  // 0 and 3 both join 1 2: 3 caches nothing.
+  EXPECT_EQ(moves(ChooseMoves({1, 2, 5}, {{5, 10}}, {}, {{0, 500}, {3, 0}})), (Pairs{{5, 3}}));
+  EXPECT_TRUE(ChooseMoves({0, 1, 2, 3}, {{3, 10}}, {}, {{4, 0}}).empty()) << "already one run";
+  EXPECT_TRUE(ChooseMoves({0, 1, 2, 4}, {{0, 10}}, {}, {{5, 0}}).empty()) << "no free sequence joins them";
+  EXPECT_TRUE(ChooseMoves({0, 1, 2, 4}, {}, {}, {{3, 0}}).empty()) << "nothing may move";
+  EXPECT_TRUE(ChooseMoves({0, 2}, {{7, 10}}, {}, {{1, 0}}).empty()) << "a slot outside the step does not move";
+}
+
+// The gap held by a slot that sits the step out (a background prompt computed ahead, waiting
+// for the person's request to end): it moves aside to a free sequence, then the person's
+// request moves into its place. With no free sequence to move it to, nothing moves; a gap
+// that is free costs one move and goes first where the copies are alike.
+TEST(StepPolicy, ASlotSittingOutInTheGapMovesAsideForADecodingOne) {
+  // 0 1 2 | 4 decode, 3 waits, 5 and 6 free (6 caches less).
+  EXPECT_EQ(moves(ChooseMoves({4, 0, 1, 2}, {{4, 60}, {0, 400}, {1, 400}, {2, 400}}, {{3, 20}}, {{5, 30}, {6, 0}})),
+            (Pairs{{3, 6}, {4, 3}}));
+  EXPECT_TRUE(ChooseMoves({4, 0, 1, 2}, {{4, 60}}, {{3, 20}}, {}).empty()) << "nowhere to move 3 aside";
+  // 0 | 2 3 4 with 1 waiting and 5 free: 0 could move to 5 (400 tokens copied); moving 1 aside
+  // and the person's request into its place copies 80.
+  EXPECT_EQ(moves(ChooseMoves({4, 0, 2, 3}, {{4, 60}, {0, 400}, {2, 400}, {3, 400}}, {{1, 20}}, {{5, 0}})),
+            (Pairs{{1, 5}, {4, 1}}));
+  // 1 2 | 5 with 3 waiting and 0 free: one move of 60 tokens (to 0) beats two of 60 + 20 (to 3).
+  EXPECT_EQ(moves(ChooseMoves({1, 2, 5}, {{5, 60}}, {{3, 20}}, {{0, 0}, {4, 0}})), (Pairs{{5, 0}}));
+}
+
+// The step policy moves before it leaves a run out: background slots on 0, 2 and 3 and a
+// person's request on 4, sequence 1 free. Moving the person's request (fewer tokens) to 1 makes
+// one run of four, where leaving 0 out would decode three. Only with a pass per run, while
+// the width is full, and with a sequence free.
+TEST(StepPolicy, AMoveThatJoinsTheRunsGoesBeforeLeavingARunOut) {
+  std::vector<SlotView> busy;
+  for (size_t slot : {0, 2, 3}) {
+    busy.push_back({.slot = slot, .request_class = kBackground, .peer_uid = 1000, .admitted = slot, .generating = true,
+                    .movable = true, .tokens = 400});
+  }
+  busy.push_back({.slot = 4, .request_class = kInteractive, .peer_uid = 2000, .admitted = 9, .generating = true,
+                  .movable = true, .tokens = 60});
+  const StepPolicyOptions options{.decode_width = 4, .runs_cost_passes = true};
+  const StepChoice moved = ChooseStep(busy, options, 1, {{1, 0}});
+  ASSERT_EQ(moved.moves.size(), 1u);
+  EXPECT_EQ(moved.moves[0].from, 4u);
+  EXPECT_EQ(moved.moves[0].to, 1u);
+  EXPECT_EQ(moved.decode, (std::vector<size_t>{1, 0, 2, 3})) << "the person's request first, under its new index";
+  EXPECT_TRUE(moved.paused.empty());
+  // No sequence free: sequence 0 sits out instead.
+  const StepChoice left_out = ChooseStep(busy, options, 1, {});
+  EXPECT_TRUE(left_out.moves.empty());
+  EXPECT_EQ(left_out.decode, (std::vector<size_t>{4, 2, 3}));
+  EXPECT_EQ(left_out.paused, (std::vector<size_t>{0}));
+  // Nothing moves without a pass per run, or below the width (a prompt may take the gap).
+  EXPECT_TRUE(ChooseStep(busy, {.decode_width = 4}, 1, {{1, 0}}).moves.empty());
+  EXPECT_TRUE(ChooseStep(busy, {.decode_width = 5, .runs_cost_passes = true}, 1, {{1, 0}}).moves.empty());
+  // Nor without a higher class in the step.
+  busy.back().request_class = kBackground;
+  EXPECT_TRUE(ChooseStep(busy, options, 1, {{1, 0}}).moves.empty());
+}
+
+// A prompt goes where its tokens will decode beside the others: on 5, with 0-2 decoding and 3
+// free, it moves to 3 before its first chunk (nothing else needed: no class, no full width).
+TEST(StepPolicy, APromptMovesToWhereItWillDecodeBesideTheOthers) {
+  std::vector<SlotView> busy;
+  for (size_t slot : {0, 1, 2}) {
+    busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
+                    .tokens = 300});
+  }
+  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 9, .prefilling = true, .movable = true, .tokens = 10});
+  const StepPolicyOptions options{.decode_width = 4, .runs_cost_passes = true};
+  const StepChoice placed = ChooseStep(busy, options, 1, {{3, 40}, {4, 0}, {6, 0}});
+  EXPECT_EQ(moves(placed.moves), (Pairs{{5, 3}})) << "3 joins 0-2; 4 does not";
+  EXPECT_EQ(placed.prefill, (std::vector<size_t>{3}));
+  EXPECT_EQ(placed.decode, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_TRUE(ChooseStep(busy, {.decode_width = 4}, 1, {{3, 0}}).moves.empty()) << "no pass per run";
+  busy.back().movable = false;
+  EXPECT_TRUE(ChooseStep(busy, options, 1, {{3, 0}}).moves.empty()) << "too costly to copy";
+  busy.back().movable = true;
+  busy.back().slot = 3;
+  EXPECT_TRUE(ChooseStep(busy, options, 1, {{4, 0}, {5, 0}}).moves.empty()) << "already beside them";
+}
+
+// A person's last request leaves its prompt cached (the next one reuses it): a background
+// move keeps it, moving it aside to an empty free sequence first, or takes another sequence;
+// a move of the person's own class may drop it.
+TEST(StepPolicy, AMoveKeepsTheCacheAHigherClassLeft) {
+  const MoveCandidate voice_cache{3, 24, kInteractive};
+  // A background prompt on 5, 0-2 decoding: into 3 after the cache there moves to 4.
+  std::vector<SlotView> busy;
+  for (size_t slot : {0, 1, 2}) {
+    busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
+                    .tokens = 300});
+  }
+  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 9, .prefilling = true, .movable = true, .tokens = 0});
+  const StepPolicyOptions options{.decode_width = 4, .runs_cost_passes = true};
+  EXPECT_EQ(moves(ChooseStep(busy, options, 1, {voice_cache, {4, 0}}).moves), (Pairs{{3, 4}, {5, 3}}));
+  EXPECT_TRUE(ChooseStep(busy, options, 1, {voice_cache, {4, 50, kBackground}}).moves.empty())
+      << "no empty sequence to keep it in: the prompt stays";
+  // A background cache is dropped as admission drops one.
+  EXPECT_EQ(moves(ChooseStep(busy, options, 1, {{3, 24, kBackground}, {4, 0}}).moves), (Pairs{{5, 3}}));
+  // Decoding slots: a background one keeps the cache, the person's own request may drop it.
+  EXPECT_EQ(moves(ChooseMoves({0, 1, 2, 4}, {{0, 10, kBackground}}, {}, {voice_cache, {5, 0}})), (Pairs{{3, 5}, {0, 3}}));
+  EXPECT_EQ(moves(ChooseMoves({0, 1, 2, 4}, {{4, 30, kInteractive}}, {}, {voice_cache, {5, 0}})), (Pairs{{4, 3}}));
+  // A slot sitting out moves aside only to a sequence whose cache its class may drop.
+  EXPECT_TRUE(ChooseMoves({0, 1, 2, 4}, {{4, 30, kInteractive}}, {{3, 0, kBackground}}, {{5, 24, kInteractive}}).empty());
+}
+
 }  // namespace
 }  // namespace llmd::sched

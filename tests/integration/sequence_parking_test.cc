@@ -1,7 +1,9 @@
 // Engine::ParkSequence and UnparkSequence on the real llama.cpp engine, on the dense tiny model
 // (attention KV) and the tiny hybrid (Gated DeltaNet recurrent state plus attention): a
 // sequence parked in host memory mid-answer, while another sequence uses the cache, and put
-// back, goes on exactly as the same answer generated without a pause.
+// back, goes on exactly as the same answer generated without a pause. And a sequence moved
+// mid-answer as the scheduler moves one next to the others (CopySequence into a free sequence,
+// the old one emptied: engine_worker_move.cc) goes on exactly as if it had stayed.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,6 +79,38 @@ TEST_P(SequenceParking, AParkedSequenceGoesOnAsIfNeverPaused) {
   const std::vector<TokenId> resumed = Generate(*e, **sampler, 1, n + kBefore, &next, kAfter);
   paused.insert(paused.end(), resumed.begin(), resumed.end());
   EXPECT_EQ(paused, reference);
+}
+
+TEST_P(SequenceParking, ASequenceMovedMidAnswerGoesOnAsIfItStayed) {
+  auto e = LoadTestEngine(GetParam(), /*context_tokens=*/512, /*sequences=*/3);
+  ASSERT_NE(e, nullptr);
+  ASSERT_TRUE(e->model_info().memory.stream_per_sequence);
+  auto prompt = e->Tokenize("The library opens at nine on weekdays and at ten on Sundays because", true, false);
+  ASSERT_TRUE(prompt.has_value());
+  const auto n = static_cast<int32_t>(prompt->size());
+  constexpr int kBefore = 6, kAfter = 6;
+
+  auto reference_sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
+  ASSERT_TRUE(reference_sampler.has_value());
+  TokenId next = DecodeAndSample(*e, **reference_sampler, 2, *prompt, 0);
+  const std::vector<TokenId> reference = Generate(*e, **reference_sampler, 2, n, &next, kBefore + kAfter);
+  ASSERT_TRUE(e->TruncateSequence(2, 0).ok());
+
+  // On sequence 2, moved to 0 after kBefore tokens; sequence 0 held another prompt before.
+  auto other = e->Tokenize("Something else entirely, cached where the move goes.", true, false);
+  ASSERT_TRUE(other.has_value());
+  ASSERT_TRUE(e->DecodeBatch({{0, 0, (*other)[0], false}, {0, 1, (*other)[1], false}}).ok());
+  auto sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
+  ASSERT_TRUE(sampler.has_value());
+  next = DecodeAndSample(*e, **sampler, 2, *prompt, 0);
+  std::vector<TokenId> moved = Generate(*e, **sampler, 2, n, &next, kBefore);
+  ASSERT_TRUE(e->CopySequence(2, 0).ok());
+  ASSERT_TRUE(e->TruncateSequence(2, 0).ok());
+  // The old sequence is empty: its first position takes a token again.
+  ASSERT_TRUE(e->DecodeBatch({{2, 0, (*prompt)[0], false}}).ok());
+  const std::vector<TokenId> after = Generate(*e, **sampler, 0, n + kBefore, &next, kAfter);
+  moved.insert(moved.end(), after.begin(), after.end());
+  EXPECT_EQ(moved, reference);
 }
 
 INSTANTIATE_TEST_SUITE_P(DenseAndHybrid, SequenceParking, ::testing::Values(TinyModelPath(), Qwen35TinyPath()),
