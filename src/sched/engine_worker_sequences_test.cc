@@ -60,21 +60,8 @@ TEST(EngineWorkerClasses, ALowerSequenceLeftAloneByAGapSitsOutWhileAPersonsReque
     // on how fast the worker's thread runs: alpha's prompt is step 1, bravo's and charlie's
     // step 2, the three decode in step 3, and the person's request, coming in while step 3 is
     // held, stops that call and is admitted in its place.
-    rig.fake->HoldDecodes();
-    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(a)};
-    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-    channels.push_back(rig.Submit(b));
-    channels.push_back(rig.Submit(c));
-    ASSERT_TRUE(rig.Step());
-    ASSERT_TRUE(rig.Step());
-    channels.push_back(rig.Submit(voice));
-    rig.Release();
-    std::vector<Completion> done;
-    for (auto& channel : channels) {
-      auto completion = Await(*channel);
-      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
-      done.push_back(*completion);
-    }
+    const std::vector<Completion> done = rig.RunInWaves({{a}, {b, c}, {voice}}, {0, 2});
+    ASSERT_EQ(done.size(), 4u);
     const Batches batches = rig.fake->batches();
     const int32_t sa = SequenceOf(batches, FakeEngine::Bytes("alpha job"));
     const int32_t sb = SequenceOf(batches, FakeEngine::Bytes("bravo"));
@@ -156,23 +143,11 @@ TEST(EngineWorkerClasses, ASequenceMovesIntoTheGapLeftBesideAPersonsRequest) {
                                          Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
                                          Classed(Raw("delta", 8), RequestClass::kBackground, 1000)};
     const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000);
-    // Queued before the steps that admit them (see the test above): alpha's prompt in step 1,
-    // the other three's in step 2, and the person's request comes while step 3 is held, stops
-    // that call and is admitted in its place.
-    rig.fake->HoldDecodes();
-    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(background[0])};
-    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-    for (size_t i = 1; i < background.size(); ++i) channels.push_back(rig.Submit(background[i]));
-    ASSERT_TRUE(rig.Step());
-    ASSERT_TRUE(rig.Step());
-    channels.push_back(rig.Submit(voice));
-    rig.Release();
-    std::vector<Completion> done;
-    for (auto& channel : channels) {
-      auto completion = Await(*channel);
-      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
-      done.push_back(*completion);
-    }
+    // Alpha's prompt in step 1, the other three's in step 2, and the person's request comes
+    // while step 3 is held, stops that call and is admitted in its place.
+    const std::vector<Completion> done =
+        rig.RunInWaves({{background[0]}, {background[1], background[2], background[3]}, {voice}}, {0, 2});
+    ASSERT_EQ(done.size(), 5u);
     const Batches batches = rig.fake->batches();
     ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("alpha job")), 0);
     ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("delta")), 3);
@@ -232,23 +207,9 @@ TEST(EngineWorkerClasses, AJobWaitingInTheGapMovesAsideAndBackBesideTheOthers) {
                                    Classed(Raw("delta", 8), RequestClass::kBackground, 1000),
                                    Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000),
                                    Classed(Raw("echo, the next one", 30), RequestClass::kBackground, 1000)};
-    // Each queued before the step that admits it (see the tests above).
-    rig.fake->HoldDecodes();
-    std::vector<std::shared_ptr<JobChannel>> channels = {rig.Submit(jobs[0])};
-    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));
-    for (size_t i = 1; i < 4; ++i) channels.push_back(rig.Submit(jobs[i]));
-    ASSERT_TRUE(rig.Step());
-    ASSERT_TRUE(rig.Step());
-    channels.push_back(rig.Submit(jobs[4]));
-    ASSERT_TRUE(rig.Step());
-    channels.push_back(rig.Submit(jobs[5]));
-    rig.Release();
-    std::vector<Completion> done;
-    for (auto& channel : channels) {
-      auto completion = Await(*channel);
-      ASSERT_TRUE(completion.has_value()) << completion.error().ToString();
-      done.push_back(*completion);
-    }
+    const std::vector<Completion> done =
+        rig.RunInWaves({{jobs[0]}, {jobs[1], jobs[2], jobs[3]}, {jobs[4]}, {jobs[5]}}, {0, 2, 1});
+    ASSERT_EQ(done.size(), jobs.size());
     const Batches batches = rig.fake->batches();
     ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("a person waits")), 4);
     size_t full = 0, split = 0;

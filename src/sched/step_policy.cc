@@ -235,6 +235,16 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   if (!options.runs_cost_passes) return choice;
   std::vector<SlotView> views = busy;  // under the indexes the moves give them
   std::vector<MoveCandidate> spare = free;
+  // A step that computes a person's prompt moves nothing: the copies would come before its
+  // first token. The moves wait a step.
+  const bool interactive_prompt = std::any_of(choice.prefill.begin(), choice.prefill.end(), [&](size_t slot) {
+    return std::any_of(busy.begin(), busy.end(),
+                       [&](const SlotView& v) { return v.slot == slot && v.request_class == RequestClass::kInteractive; });
+  });
+  if (interactive_prompt) {
+    LeaveOutSmallLowerRuns(views, &choice);
+    return choice;
+  }
   if (interactive_runs && choice.decode.size() >= options.decode_width) {
     std::vector<MoveCandidate> movable, idle;
     for (const SlotView& v : views) {

@@ -379,5 +379,22 @@ TEST(StepPolicy, AMoveKeepsTheCacheAHigherClassLeft) {
   EXPECT_TRUE(ChooseMoves({0, 1, 2, 4}, {{4, 30, kInteractive}}, {{3, 0, kBackground}}, {{5, 24, kInteractive}}).empty());
 }
 
+// A step that computes a person's prompt moves nothing (the copies would come before its first
+// token): the same gap and free sequence as above, with the person's prompt in the step.
+TEST(StepPolicy, NothingMovesInTheStepOfAPersonsPrompt) {
+  std::vector<SlotView> busy;
+  for (size_t slot : {0, 1, 2}) {
+    busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
+                    .tokens = 300});
+  }
+  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 8, .prefilling = true, .movable = true, .tokens = 0});
+  const StepPolicyOptions options{.decode_width = 5, .runs_cost_passes = true};
+  ASSERT_EQ(moves(ChooseStep(busy, options, 1, {{3, 0}, {4, 0}}).moves), (Pairs{{5, 3}}));
+  busy.push_back({.slot = 6, .request_class = kInteractive, .admitted = 9, .prefilling = true, .movable = true, .tokens = 0});
+  const StepChoice choice = ChooseStep(busy, options, 1, {{3, 0}, {4, 0}});
+  EXPECT_TRUE(choice.moves.empty());
+  EXPECT_EQ(choice.prefill.front(), 6u) << "the person's prompt goes first";
+}
+
 }  // namespace
 }  // namespace llmd::sched

@@ -134,6 +134,31 @@ class Rig {
     return fake->WaitUntilHeld(kLivenessMs);
   }
   void Release() { fake->ReleaseDecodes(); }
+  // Runs `waves` of jobs so that each wave is queued before the step that admits it is
+  // formed, however fast the worker's thread runs: wave 0 alone in the first step, and each
+  // later wave k while the step after `steps[k - 1]` more released ones is held (a wave that
+  // outranks the held call stops it and is admitted in its place). Every job's completion, in
+  // submission order; empty, with the test failed, if one fails.
+  std::vector<Completion> RunInWaves(const std::vector<std::vector<Job>>& waves, const std::vector<int>& steps) {
+    fake->HoldDecodes();
+    std::vector<std::shared_ptr<JobChannel>> channels;
+    for (size_t k = 0; k < waves.size(); ++k) {
+      if (k == 1) {
+        EXPECT_TRUE(fake->WaitUntilHeld(kLivenessMs));
+      }
+      for (int i = 0; k > 0 && i < steps[k - 1]; ++i) EXPECT_TRUE(Step());
+      for (const Job& job : waves[k]) channels.push_back(Submit(job));
+    }
+    Release();
+    std::vector<Completion> done;
+    for (auto& channel : channels) {
+      auto completion = Await(*channel);
+      EXPECT_TRUE(completion.has_value()) << completion.error().ToString();
+      if (!completion.has_value()) return {};
+      done.push_back(*completion);
+    }
+    return done;
+  }
 
   ManualClock clock;  // declared first: outlives the worker
   FakeEngine* fake = nullptr;

@@ -41,6 +41,18 @@ std::vector<TokenId> Generate(engine::Engine& e, engine::Sampler& sampler, int32
   return out;
 }
 
+// The greedy answer of `n` tokens to `prompt` on `sequence`, uninterrupted; the sequence is
+// emptied after.
+std::vector<TokenId> Uninterrupted(engine::Engine& e, const std::vector<TokenId>& prompt, int32_t sequence, int n) {
+  auto sampler = e.NewSampler(engine::SamplingParams::Greedy(), {});
+  EXPECT_TRUE(sampler.has_value());
+  if (!sampler.has_value()) return {};
+  TokenId next = DecodeAndSample(e, **sampler, sequence, prompt, 0);
+  std::vector<TokenId> out = Generate(e, **sampler, sequence, static_cast<int32_t>(prompt.size()), &next, n);
+  EXPECT_TRUE(e.TruncateSequence(sequence, 0).ok());
+  return out;
+}
+
 class SequenceParking : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SequenceParking, AParkedSequenceGoesOnAsIfNeverPaused) {
@@ -51,17 +63,12 @@ TEST_P(SequenceParking, AParkedSequenceGoesOnAsIfNeverPaused) {
   const auto n = static_cast<int32_t>(prompt->size());
   constexpr int kBefore = 6, kAfter = 6;
 
-  // Uninterrupted, on sequence 0.
-  auto reference_sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
-  ASSERT_TRUE(reference_sampler.has_value());
-  TokenId next = DecodeAndSample(*e, **reference_sampler, 0, *prompt, 0);
-  const std::vector<TokenId> reference = Generate(*e, **reference_sampler, 0, n, &next, kBefore + kAfter);
-  ASSERT_TRUE(e->TruncateSequence(0, 0).ok());
+  const std::vector<TokenId> reference = Uninterrupted(*e, *prompt, 0, kBefore + kAfter);
 
   // On sequence 1, parked after kBefore tokens while sequence 0 decodes another prompt.
   auto sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
   ASSERT_TRUE(sampler.has_value());
-  next = DecodeAndSample(*e, **sampler, 1, *prompt, 0);
+  TokenId next = DecodeAndSample(*e, **sampler, 1, *prompt, 0);
   std::vector<TokenId> paused = Generate(*e, **sampler, 1, n, &next, kBefore);
   auto parked = e->ParkSequence(1);
   ASSERT_TRUE(parked.has_value()) << parked.error().ToString();
@@ -90,11 +97,7 @@ TEST_P(SequenceParking, ASequenceMovedMidAnswerGoesOnAsIfItStayed) {
   const auto n = static_cast<int32_t>(prompt->size());
   constexpr int kBefore = 6, kAfter = 6;
 
-  auto reference_sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
-  ASSERT_TRUE(reference_sampler.has_value());
-  TokenId next = DecodeAndSample(*e, **reference_sampler, 2, *prompt, 0);
-  const std::vector<TokenId> reference = Generate(*e, **reference_sampler, 2, n, &next, kBefore + kAfter);
-  ASSERT_TRUE(e->TruncateSequence(2, 0).ok());
+  const std::vector<TokenId> reference = Uninterrupted(*e, *prompt, 2, kBefore + kAfter);
 
   // On sequence 2, moved to 0 after kBefore tokens; sequence 0 held another prompt before.
   auto other = e->Tokenize("Something else entirely, cached where the move goes.", true, false);
@@ -102,7 +105,7 @@ TEST_P(SequenceParking, ASequenceMovedMidAnswerGoesOnAsIfItStayed) {
   ASSERT_TRUE(e->DecodeBatch({{0, 0, (*other)[0], false}, {0, 1, (*other)[1], false}}).ok());
   auto sampler = e->NewSampler(engine::SamplingParams::Greedy(), {});
   ASSERT_TRUE(sampler.has_value());
-  next = DecodeAndSample(*e, **sampler, 2, *prompt, 0);
+  TokenId next = DecodeAndSample(*e, **sampler, 2, *prompt, 0);
   std::vector<TokenId> moved = Generate(*e, **sampler, 2, n, &next, kBefore);
   ASSERT_TRUE(e->CopySequence(2, 0).ok());
   ASSERT_TRUE(e->TruncateSequence(2, 0).ok());
