@@ -444,6 +444,14 @@ Status FakeEngine::CopySequence(int32_t src, int32_t dst) {
     ++refused_;
     return UnimplementedError("sequence copies are off");
   }
+  if (options_.copies_find_no_room && src != dst) {
+    const auto d = static_cast<size_t>(dst);
+    memory_[d].clear();
+    pieces_[d].clear();
+    sampled_[d] = Sampled();
+    rollback_floor_[d] = 0;
+    return ResourceExhaustedError("no room to copy sequence " + std::to_string(src));
+  }
   if (src != dst) {
     memory_[static_cast<size_t>(dst)] = memory_[static_cast<size_t>(src)];
     pieces_[static_cast<size_t>(dst)] = pieces_[static_cast<size_t>(src)];

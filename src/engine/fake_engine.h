@@ -60,6 +60,9 @@ struct FakeEngineOptions {
   int32_t end_after_generated = 0;
   // false: CopySequence is Unimplemented (and MemoryCapabilities says so).
   bool sequence_copy = true;
+  // true: CopySequence finds no room (ResourceExhausted, the destination left empty), as a
+  // full KV pool refuses one, while MemoryCapabilities still says copies work.
+  bool copies_find_no_room = false;
   // Speculative decoding: > 0 drafts up to this many tokens (the true continuation, so a
   // draft is accepted whole), of which only the first `draft_correct` are right when it is
   // >= 0 (the rest are another letter).

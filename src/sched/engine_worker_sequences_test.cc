@@ -187,6 +187,31 @@ TEST(EngineWorkerClasses, ASequenceMovesIntoTheGapLeftBesideAPersonsRequest) {
   }
 }
 
+// A move whose copy finds no room is undone: the slot decodes where it was, and nothing of
+// its answer changes. The scenario of the test above on an engine whose copies all fail.
+TEST(EngineWorkerClasses, AMoveWhoseCopyFindsNoRoomLeavesTheSlotWhereItWas) {
+  const FakeEngineOptions engine{.sequences = 5, .copies_find_no_room = true, .stream_per_sequence = true};
+  WorkerOptions options = TestOptions();
+  options.decode_width = 4;
+  Rig rig(engine, options);
+  const std::vector<Job> background = {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
+                                       Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
+                                       Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
+                                       Classed(Raw("delta", 8), RequestClass::kBackground, 1000)};
+  const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000);
+  const std::vector<Completion> done =
+      rig.RunInWaves({{background[0]}, {background[1], background[2], background[3]}, {voice}}, {0, 2});
+  ASSERT_EQ(done.size(), 5u);
+  EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
+  // Alpha decodes on 0 to its end, and never on 3 after delta's.
+  const Batches batches = rig.fake->batches();
+  size_t alpha_on_0 = 0;
+  for (const auto& batch : batches) alpha_on_0 += DecodingIn(batch).count(0);
+  EXPECT_EQ(alpha_on_0, 40u - 1) << "its 40 tokens, the first from its prompt call";
+  for (size_t i = 0; i < background.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(background[i], engine, options));
+  EXPECT_EQ(done[4].tokens, Solo(voice, engine, options));
+}
+
 // The gap held by a job that waits: background jobs on 0-3 and a person's request on 4 (the
 // width of 4 pauses alpha on 0), 7 sequences. Delta on 3 ends, and echo, queued behind it,
 // takes 3 to compute its prompt ahead, which waits while the person's request runs. Echo

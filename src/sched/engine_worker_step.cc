@@ -16,9 +16,13 @@ namespace llmd::sched {
 StepChoice EngineWorker::ChooseThisStep() {
   const bool copies = engine_->model_info().memory.sequence_copy;
   std::vector<SlotView> busy;
+  std::vector<MoveCandidate> free;  // where a move may go, with what each caches
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = *slots_[i];
-    if (!s.busy) continue;
+    if (!s.busy) {
+      free.push_back({i, s.resident.size(), s.cached_class});
+      continue;
+    }
     busy.push_back({.slot = i,
                     .request_class = s.job.request_class,
                     .peer_uid = s.job.peer_uid,
@@ -29,10 +33,6 @@ StepChoice EngineWorker::ChooseThisStep() {
                     .fixed_chunks = !s.cuts.empty(),
                     .movable = copies && MayMove(s),
                     .tokens = s.resident.size()});
-  }
-  std::vector<MoveCandidate> free;
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (!slots_[i]->busy) free.push_back({i, slots_[i]->resident.size(), slots_[i]->cached_class});
   }
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
   StepPolicyOptions policy{.decode_width = DecodeWidth(),

@@ -102,9 +102,6 @@ void LeaveOutSmallLowerRuns(const std::vector<SlotView>& busy, StepChoice* choic
 
 bool Holds(const std::vector<size_t>& list, size_t slot) { return std::find(list.begin(), list.end(), slot) != list.end(); }
 
-// A plan of moves' cost, compared in order: runs left, tokens copied, moves, cached tokens
-// dropped.
-using MoveCost = std::tuple<size_t, size_t, size_t, size_t>;
 
 // Whether a move of a `mover_class` slot may drop what the free sequence `f` caches.
 bool MayDrop(const MoveCandidate& f, RequestClass mover_class) {
@@ -135,6 +132,27 @@ std::optional<Entry> Enter(const MoveCandidate& mover, const MoveCandidate& targ
   return Entry{{{target.slot, aside->slot}, {mover.slot, target.slot}}, mover.tokens + target.tokens, aside->tokens};
 }
 
+// The cheapest plan that leaves fewer runs than `runs_now`: compared by runs left, then tokens
+// copied, then moves, then cached tokens dropped.
+class BestPlan {
+ public:
+  explicit BestPlan(size_t runs_now) : runs_now_(runs_now) {}
+  void Consider(size_t runs, const std::optional<Entry>& entry) {
+    if (!entry || runs >= runs_now_) return;
+    const Cost cost{runs, entry->copied, entry->moves.size(), entry->dropped};
+    if (!moves_.empty() && cost >= cost_) return;
+    moves_ = entry->moves;
+    cost_ = cost;
+  }
+  const std::vector<SlotMove>& moves() const { return moves_; }
+
+ private:
+  using Cost = std::tuple<size_t, size_t, size_t, size_t>;
+  size_t runs_now_;
+  std::vector<SlotMove> moves_;
+  Cost cost_;
+};
+
 // A move in the policy's own books: the step's lists and the views name the slot by its new
 // index, its new sequence is no longer free and its old one is (the worker empties it).
 void Relabel(const SlotMove& m, StepChoice* choice, std::vector<SlotView>* views, std::vector<MoveCandidate>* free) {
@@ -162,19 +180,10 @@ void PlacePrompts(StepChoice* choice, std::vector<SlotView>* views, std::vector<
       with.push_back(at);
       return Runs(with);
     };
-    const size_t runs_now = runs_at(slot);
-    std::optional<Entry> best;
-    MoveCost best_cost;
-    for (const MoveCandidate& f : *free) {
-      std::optional<Entry> entry = Enter(prompt, f, false, *free);
-      if (!entry) continue;
-      const MoveCost cost{runs_at(f.slot), entry->copied, entry->moves.size(), entry->dropped};
-      if (std::get<0>(cost) >= runs_now || (best && cost >= best_cost)) continue;
-      best = std::move(entry);
-      best_cost = cost;
-    }
-    if (!best) continue;
-    for (const SlotMove& m : best->moves) Relabel(m, choice, views, free);
+    BestPlan best(runs_at(slot));
+    for (const MoveCandidate& f : *free) best.Consider(runs_at(f.slot), Enter(prompt, f, false, *free));
+    const std::vector<SlotMove> plan = best.moves();  // Relabel changes `free`
+    for (const SlotMove& m : plan) Relabel(m, choice, views, free);
   }
 }
 
@@ -213,6 +222,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     return v->request_class == RequestClass::kInteractive && !SitsOut(*v, options, step);
   });
   size_t running = 0;
+  bool interactive_prompt = false;  // a person's prompt is computed this step
   // Only expected, none running: a chunk bounds no person's step, only the work an arrival's
   // stop throws away, so it is twice as long (kExpectedChunkFactor).
   choice.shared_prefill_tokens = options.shared_prefill_tokens * (interactive_runs ? 1 : kExpectedChunkFactor);
@@ -227,6 +237,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     if (view->prefilling) {
       choice.prefill.push_back(view->slot);
       const bool below = view->request_class != RequestClass::kInteractive;
+      interactive_prompt = interactive_prompt || !below;
       choice.prefill_shared.push_back(
           below && (interactive_runs || (options.interactive_expected && !view->fixed_chunks)));
     }
@@ -237,15 +248,7 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   std::vector<MoveCandidate> spare = free;
   // A step that computes a person's prompt moves nothing: the copies would come before its
   // first token. The moves wait a step.
-  const bool interactive_prompt = std::any_of(choice.prefill.begin(), choice.prefill.end(), [&](size_t slot) {
-    return std::any_of(busy.begin(), busy.end(),
-                       [&](const SlotView& v) { return v.slot == slot && v.request_class == RequestClass::kInteractive; });
-  });
-  if (interactive_prompt) {
-    LeaveOutSmallLowerRuns(views, &choice);
-    return choice;
-  }
-  if (interactive_runs && choice.decode.size() >= options.decode_width) {
+  if (!interactive_prompt && interactive_runs && choice.decode.size() >= options.decode_width) {
     std::vector<MoveCandidate> movable, idle;
     for (const SlotView& v : views) {
       if (!v.movable) continue;
@@ -254,34 +257,27 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
     }
     for (const SlotMove& m : ChooseMoves(choice.decode, movable, idle, spare)) Relabel(m, &choice, &views, &spare);
   }
-  PlacePrompts(&choice, &views, &spare);
+  if (!interactive_prompt) PlacePrompts(&choice, &views, &spare);
   LeaveOutSmallLowerRuns(views, &choice);
   return choice;
 }
 
 std::vector<SlotMove> ChooseMoves(const std::vector<size_t>& decode, const std::vector<MoveCandidate>& movable,
                                   const std::vector<MoveCandidate>& idle, const std::vector<MoveCandidate>& free) {
-  const size_t runs_now = Runs(decode);
-  std::vector<SlotMove> best;
-  MoveCost best_cost;
+  BestPlan best(Runs(decode));
   for (const MoveCandidate& m : movable) {
     if (!Holds(decode, m.slot)) continue;
     auto consider = [&](const MoveCandidate& target, bool occupied) {
       std::vector<size_t> trial = decode;
       std::replace(trial.begin(), trial.end(), m.slot, target.slot);
-      const std::optional<Entry> entry = Enter(m, target, occupied, free);
-      if (!entry) return;
-      const MoveCost cost{Runs(trial), entry->copied, entry->moves.size(), entry->dropped};
-      if (std::get<0>(cost) >= runs_now || (!best.empty() && cost >= best_cost)) return;
-      best = entry->moves;
-      best_cost = cost;
+      best.Consider(Runs(trial), Enter(m, target, occupied, free));
     };
     for (const MoveCandidate& f : free) consider(f, false);
     for (const MoveCandidate& o : idle) {
       if (!Holds(decode, o.slot)) consider(o, true);
     }
   }
-  return best;
+  return best.moves();
 }
 
 bool MayAdmit(const Holder& job, const std::vector<Holder>& busy, size_t decode_width, size_t free_sequences) {

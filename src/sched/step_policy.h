@@ -90,8 +90,9 @@ struct SlotView {
   size_t tokens = 0;
 };
 
-// A decoding slot moved to a free sequence, its memory copied there and its job, sampler and
-// pending token with it, so that the step's decoding sequences make fewer runs.
+// A slot moved to another sequence, its memory copied there and its job, sampler and pending
+// token (or its free slot's cache) with it, so that the step's decoding sequences make fewer
+// runs.
 struct SlotMove {
   size_t from = 0;
   size_t to = 0;
@@ -133,9 +134,9 @@ size_t Runs(std::vector<size_t> sequences);
 // moves to a free sequence outside the step's: typically a background job whose prompt waits
 // for a person's request to end, computed ahead in the sequence its predecessor left. Of
 // plans alike, the one copying the fewest tokens, then the one with fewer moves, then the one
-// dropping the fewest cached ones (MoveCandidate says which caches may be dropped). The common case: a person's request decodes on 4 after the
-// background request on 3 ended, the next one's prompt waiting on 3 (or 3 free), and
-// 0 1 2 | 4 becomes 0 1 2 3, one pass instead of two.
+// dropping the fewest cached ones (MoveCandidate says which caches may be dropped). The common
+// case: a person's request decodes on 4 after the background request on 3 ended, the next
+// one's prompt waiting on 3 (or 3 free), and 0 1 2 | 4 becomes 0 1 2 3, one pass instead of two.
 std::vector<SlotMove> ChooseMoves(const std::vector<size_t>& decode, const std::vector<MoveCandidate>& movable,
                                   const std::vector<MoveCandidate>& idle, const std::vector<MoveCandidate>& free);
 
