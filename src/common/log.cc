@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -103,13 +104,22 @@ void Log(LogLevel level, std::string_view event, std::initializer_list<LogField>
 
 bool LogRateLimiter::Allow(long* suppressed) {
   using namespace std::chrono;
-  long long now = duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  return AllowAt(duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count(), suppressed);
+}
+
+bool LogRateLimiter::AllowAt(long long now_ms, long* suppressed) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (last_ms_ >= 0 && now - last_ms_ < interval_ms_) {
+  if (last_ms_ < 0) {
+    tokens_ = burst_;
+  } else if (now_ms > last_ms_) {
+    tokens_ = std::min<double>(burst_, tokens_ + static_cast<double>(now_ms - last_ms_) / interval_ms_);
+  }
+  last_ms_ = std::max(last_ms_, now_ms);
+  if (tokens_ < 1) {
     ++dropped_;
     return false;
   }
-  last_ms_ = now;
+  tokens_ -= 1;
   *suppressed = dropped_;
   dropped_ = 0;
   return true;

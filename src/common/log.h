@@ -24,16 +24,20 @@ bool LogEnabled(LogLevel level);
 using LogField = std::pair<std::string_view, std::string>;
 void Log(LogLevel level, std::string_view event, std::initializer_list<LogField> fields = {});
 
-// Allows one line per `interval_ms`; counts what it suppressed so the next line can say so.
-// Thread-safe.
+// A token bucket: up to `burst` lines at once, refilled at one per `interval_ms`; counts what
+// it suppressed so the next line can say so. Thread-safe.
 class LogRateLimiter {
  public:
-  explicit LogRateLimiter(int interval_ms) : interval_ms_(interval_ms) {}
+  explicit LogRateLimiter(int interval_ms, int burst = 1) : interval_ms_(interval_ms), burst_(burst) {}
   // True when a line may be written now; *suppressed gets how many were dropped before it.
   bool Allow(long* suppressed);
+  // The same at a given time (steady clock, ms): for tests.
+  bool AllowAt(long long now_ms, long* suppressed);
 
  private:
   int interval_ms_;
+  int burst_;
+  double tokens_ = 0;
   long long last_ms_ = -1;
   long dropped_ = 0;
 };

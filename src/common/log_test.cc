@@ -28,5 +28,29 @@ TEST(Log, LinesBelowTheLevelAreNeitherWrittenNorEnabled) {
   EXPECT_NE(out.find("debug now_shown"), std::string::npos) << out;
 }
 
+TEST(LogRateLimiter, ABurstPassesWholeThenOneLineAnIntervalAndTheDroppedAreCounted) {
+  LogRateLimiter limiter(50, 3);
+  long suppressed = -1;
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.AllowAt(1000, &suppressed)) << i;
+  EXPECT_EQ(suppressed, 0);
+  EXPECT_FALSE(limiter.AllowAt(1000, &suppressed));
+  EXPECT_FALSE(limiter.AllowAt(1049, &suppressed));
+  EXPECT_TRUE(limiter.AllowAt(1050, &suppressed));  // one line refilled in 50 ms
+  EXPECT_EQ(suppressed, 2);
+  EXPECT_FALSE(limiter.AllowAt(1060, &suppressed));
+  // A long quiet refills the burst, never more.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.AllowAt(60000, &suppressed)) << i;
+  EXPECT_FALSE(limiter.AllowAt(60000, &suppressed));
+}
+
+TEST(LogRateLimiter, WithoutABurstItIsOneLineAnInterval) {
+  LogRateLimiter limiter(1000);
+  long suppressed = 0;
+  EXPECT_TRUE(limiter.AllowAt(5, &suppressed));
+  EXPECT_FALSE(limiter.AllowAt(500, &suppressed));
+  EXPECT_TRUE(limiter.AllowAt(1005, &suppressed));
+  EXPECT_EQ(suppressed, 1);
+}
+
 }  // namespace
 }  // namespace llmd

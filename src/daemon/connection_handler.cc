@@ -24,9 +24,11 @@ namespace {
 
 // The lines a client can cause (a bad frame, a dropped connection, a denied shutdown) share
 // one budget of 20 a second, so a flood of bad requests cannot flood the journal (robustness
-// item 48g); what was dropped is counted in the next line that gets through.
+// item 48g); what was dropped is counted in the next line that gets through. A burst of 20
+// keeps the two or three lines one connection writes as it goes (write_failed, then
+// client_gone) whole, for a few clients at once.
 void LogClientEvent(LogLevel level, std::string_view event, std::initializer_list<LogField> fields) {
-  static LogRateLimiter limiter(50);
+  static LogRateLimiter limiter(50, 20);
   long suppressed = 0;
   if (!limiter.Allow(&suppressed)) return;
   if (suppressed > 0) Log(LogLevel::kWarn, "client_lines_suppressed", {{"lines", std::to_string(suppressed)}});
