@@ -56,8 +56,11 @@ Status EngineWorker::Submit(Job job) {
     const bool peers_first = std::none_of(admission_holders_.begin(), admission_holders_.end(), [&](const Holder& h) {
       return h.request_class == holder.request_class && h.peer_uid == holder.peer_uid;
     });
-    arrived_standing_ = std::min(arrived_standing_.load(), Standing(holder.request_class, peers_first, /*prompt=*/true));
-    if (arrived_us_.load() < 0) arrived_us_ = clock_.NowUs();
+    const int standing = Standing(holder.request_class, peers_first, /*prompt=*/true);
+    if (standing < arrived_standing_.load()) {
+      arrived_us_ = clock_.NowUs();  // first: the line of a call it stops reads a time since it
+      arrived_standing_ = standing;
+    }
   }
   cv_.notify_one();
   return Status::Ok();

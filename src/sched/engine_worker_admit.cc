@@ -190,7 +190,8 @@ void EngineWorker::Admit(Job job) {
 void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<engine::Sampler> sampler) {
   std::vector<engine::TokenId>& prompt = chat_plan.prompt;
   std::vector<size_t> cuts = PromptCuts(prompt);
-  const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr, nullptr, PlaceTakenOver(job.request_class));
+  const ReusePlan plan = PlanReuse(prompt, ShapeMatters() ? &cuts : nullptr, job.request_class, nullptr,
+                                   PlaceTakenOver(job.request_class));
   if (Status late = CheckDeadline(job, prompt.size() - plan.keep); !late.ok()) {
     Unadmit(job, JobEvent::Error(late));
     return;
@@ -198,6 +199,15 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
   const int64_t n_ctx = ContextFor(job);
   Slot& slot = *plan.target;
   const size_t keep = ApplyReuse(plan);
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, "job_placed",
+        {{"class", RequestClassName(job.request_class)},
+         {"sequence", std::to_string(slot.sequence)},
+         {"prompt_tokens", std::to_string(prompt.size())},
+         {"kept", std::to_string(keep)},
+         {"from", plan.pinned != nullptr ? std::string("pinned") : std::to_string(plan.source->sequence)},
+         {"longest_common", std::to_string(plan.best_common)}});
+  }
   slot.busy = true;
   slot.job_id = static_cast<uint64_t>(++use_counter_);
   slot.last_used = use_counter_;

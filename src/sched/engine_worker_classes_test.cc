@@ -364,8 +364,14 @@ TEST(EngineWorkerClasses, AStoppedCallIsPutOffOnceThenRunsWholeSoArrivalsSlowLow
   });
   ASSERT_NE(next, batches.end());
   EXPECT_LT(BatchEndingPrompt(batches, FakeEngine::Bytes("second voice!")), static_cast<size_t>(next - batches.begin()));
-  // A stopped prompt goes on in chunks of shared_prefill_tokens.
-  EXPECT_EQ(next->size(), static_cast<size_t>(NarrowOptions().shared_prefill_tokens));
+  // The stopped prompt's next call runs whole, so it is a short chunk (whole_chunk_tokens);
+  // the calls after it may be stopped again, and go in chunks of shared_prefill_tokens.
+  EXPECT_EQ(next->size(), static_cast<size_t>(NarrowOptions().whole_chunk_tokens));
+  const auto after = std::find_if(next + 1, batches.end(), [&](const std::vector<DecodeItem>& b) {
+    return SequencesIn(b).count(background_sequence) > 0;
+  });
+  ASSERT_NE(after, batches.end());
+  EXPECT_EQ(after->size(), static_cast<size_t>(NarrowOptions().shared_prefill_tokens));
   // Stopped once, then paused while the two voices took the width of two.
   EXPECT_EQ(background_done->stats.preemptions, 2);
   EXPECT_EQ(background_done->tokens, Solo(background, engine, NarrowOptions()));

@@ -3,6 +3,7 @@
 // checkpoints, and waiting for a slot that is prefilling a shared prefix right now.
 #include <algorithm>
 #include <span>
+#include <tuple>
 
 #include "common/log.h"
 #include "engine/prompt_kernels.h"
@@ -78,8 +79,8 @@ const EngineWorker::Slot* EngineWorker::PlaceTakenOver(RequestClass request_clas
 }
 
 EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenId>& prompt,
-                                                const std::vector<size_t>* cuts, Slot* only_target,
-                                                const Slot* leaving) {
+                                                const std::vector<size_t>* cuts, RequestClass request_class,
+                                                Slot* only_target, const Slot* leaving) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
   const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
   // What `source`'s memory can give a job landing on `target`.
@@ -103,7 +104,7 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     return Runs(std::move(used));
   };
   ReusePlan best;
-  size_t best_runs = 0;
+  std::tuple<int64_t, bool, bool, size_t> best_rank;  // lower goes first
   for (auto& t : slots_) {
     if (only_target != nullptr ? t.get() != only_target : t->busy) continue;
     ReusePlan plan{.target = t.get(), .source = t.get()};
@@ -115,18 +116,16 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
       const size_t n = reusable(*t, *s, &checkpoint);
       if (n >= plan.keep + options_.min_shared_prefix) plan = {.target = t.get(), .source = s.get(), .keep = n, .checkpoint = checkpoint};
     }
-    // Most reuse first; then no copy over a copy (a copy moves a whole sequence's memory);
-    // then the busy sequences kept consecutive; then by when the slot was last used.
-    const bool copies = plan.source != plan.target;
-    const bool best_copies = best.target != nullptr && best.source != best.target;
-    const size_t runs = runs_with(*t);
-    const bool tie = best.target != nullptr && plan.keep == best.keep && copies == best_copies;
-    const bool better = best.target == nullptr || plan.keep > best.keep ||
-                        (plan.keep == best.keep && copies != best_copies && !copies) ||
-                        (tie && runs < best_runs) || (tie && runs == best_runs && FreeSlotGoesFirst(*t, *best.target));
-    if (better) {
+    // Most reuse first; then no cache a higher class left dropped (the voice pipeline's last
+    // prompt, which its next one reuses, outlives the background jobs admitted meanwhile);
+    // then no copy over a copy (a copy moves a whole sequence's memory); then the busy
+    // sequences kept consecutive; then by when the slot was last used.
+    const bool drops = ClassIndex(t->cached_class) < ClassIndex(request_class) &&
+                       t->resident.size() > (plan.source == t.get() ? plan.keep : 0);
+    const auto rank = std::make_tuple(-static_cast<int64_t>(plan.keep), drops, plan.source != plan.target, runs_with(*t));
+    if (best.target == nullptr || rank < best_rank || (rank == best_rank && FreeSlotGoesFirst(*t, *best.target))) {
       best = plan;
-      best_runs = runs;
+      best_rank = rank;
     }
   }
   if (best.target != nullptr) {
@@ -239,7 +238,7 @@ void EngineWorker::ResolveSharedPrefixWaits() {
     const bool gone = !source.busy || source.job_id != s->wait_job_id;
     if (!gone && !source.paused && source.prefilled < s->wait_until) continue;
     s->wait_source = nullptr;
-    ReusePlan plan = PlanReuse(s->prompt, ShapeMatters() ? &s->cuts : nullptr, s.get());
+    ReusePlan plan = PlanReuse(s->prompt, ShapeMatters() ? &s->cuts : nullptr, s->job.request_class, s.get());
     if (plan.keep > s->prefilled) {
       s->prefilled = ApplyReuse(plan);
       s->out.stats.cached_tokens = static_cast<int32_t>(s->prefilled);

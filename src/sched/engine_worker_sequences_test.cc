@@ -39,6 +39,48 @@ TEST(EngineWorker, ANewJobTakesTheFreeSlotThatKeepsTheBusySequencesConsecutive) 
   EXPECT_EQ(SequenceOf(rig.fake->batches(), FakeEngine::Bytes("delta, the new job")), 1);
 }
 
+// A cache a higher class left is the last free sequence a lower class's job takes: the
+// person's request on 1 ends beside alpha on 0, and bravo, a background job, takes 2 (two
+// runs) and not 1 (one run, but the person's cache dropped); the person's next request, with
+// the same system prompt, then reuses it. Without classes the same jobs keep the runs whole.
+TEST(EngineWorkerClasses, ABackgroundJobLeavesThePersonsCacheForTheirNextRequest) {
+  for (const bool classes : {true, false}) {
+    SCOPED_TRACE(classes ? "classes" : "all normal");
+    const auto of = [&](RequestClass c) { return classes ? c : RequestClass::kNormal; };
+    Rig rig({.sequences = 4}, TestOptions());
+    const std::string first_voice = "the person's system prompt. What time is it?";
+    const std::string next_voice = "the person's system prompt. And the weather tomorrow?";
+    rig.fake->HoldDecodes();
+    auto alpha = rig.Submit(Classed(Raw("alpha job", 40), of(RequestClass::kBackground)));
+    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // alpha's prompt, on 0
+    auto voice = rig.Submit(Classed(Raw(first_voice, 1), of(RequestClass::kInteractive)));
+    for (int i = 0; i < 12 && rig.worker->stats().requests == 0; ++i) ASSERT_TRUE(rig.Step());
+    ASSERT_EQ(rig.worker->stats().requests, 1u) << "the person's request did not end";
+    auto bravo = rig.Submit(Classed(Raw("bravo, the next background job", 8), of(RequestClass::kBackground)));
+    for (int i = 0; i < 12 && SequenceOf(rig.fake->batches(), FakeEngine::Bytes("bravo, the next background job")) < 0; ++i) {
+      ASSERT_TRUE(rig.Step());
+    }
+    auto next = rig.Submit(Classed(Raw(next_voice, 1), of(RequestClass::kInteractive)));
+    rig.Release();
+    auto next_done = Await(*next);
+    for (auto* channel : {&alpha, &voice, &bravo}) ASSERT_TRUE(Await(**channel).has_value());
+    ASSERT_TRUE(next_done.has_value()) << next_done.error().ToString();
+    const Batches batches = rig.fake->batches();
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("alpha job")), 0);
+    ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes(first_voice)), 1);
+    const int32_t bravo_sequence = SequenceOf(batches, FakeEngine::Bytes("bravo, the next background job"));
+    const size_t shared = CommonPrefix(FakeEngine::Bytes(first_voice), FakeEngine::Bytes(next_voice));
+    if (classes) {
+      EXPECT_EQ(bravo_sequence, 2);
+      EXPECT_EQ(SequenceOf(batches, FakeEngine::Bytes(next_voice)), 1);
+      EXPECT_EQ(next_done->stats.cached_tokens, static_cast<int32_t>(shared));
+    } else {
+      EXPECT_EQ(bravo_sequence, 1);
+      EXPECT_EQ(next_done->stats.cached_tokens, 0);
+    }
+  }
+}
+
 // Where each sequence's KV stream makes a run of consecutive sequences a pass of its own, a
 // lower-class run that a gap leaves alone beside the person's sits the step out
 // (step_policy.h) where no slot can move into the gap (this engine copies no sequences; the

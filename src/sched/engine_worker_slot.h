@@ -39,7 +39,8 @@ struct EngineWorker::Slot {
   // outranked it (0: never): in the step right after, it runs whatever arrives.
   uint64_t postponed_step = 0;
   // A call of its prompt was stopped: the rest of its prompt goes in chunks of at most
-  // shared_prefill_tokens, so a call it must run whole holds off the next arrival only briefly.
+  // shared_prefill_tokens (a call it must run whole: whole_chunk_tokens), so such a call holds
+  // off the next arrival only briefly.
   bool short_chunks = false;
   // Gave its memory up to a slot that ranks above it in a full KV pool, or found no room of
   // its own: sits out until another job ends and frees memory.

@@ -100,8 +100,10 @@ bool EngineWorker::Step() {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
     const bool shared = choice.prefill_shared[k];
     Slot& slot = *slots_[choice.prefill[k]];
+    const auto at_most = [](int64_t limit, int64_t most) { return limit < 0 ? most : std::min(limit, most); };
     int64_t limit = shared ? shared_left : -1;
-    if (slot.short_chunks) limit = limit < 0 ? options_.shared_prefill_tokens : std::min(limit, options_.shared_prefill_tokens);
+    if (slot.short_chunks) limit = at_most(limit, options_.shared_prefill_tokens);
+    if (slot.stopped && slot.cuts.empty()) limit = at_most(limit, options_.whole_chunk_tokens);
     const size_t before = batch.size();
     if (AddPromptChunk(slot, &batch, first_chunk, limit)) first_chunk = false;
     if (shared) shared_left -= static_cast<int64_t>(batch.size() - before);
