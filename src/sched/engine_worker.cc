@@ -58,7 +58,7 @@ Status EngineWorker::Submit(Job job) {
     });
     const int standing = Standing(holder.request_class, peers_first, /*prompt=*/true);
     if (standing < arrived_standing_.load()) {
-      arrived_us_ = clock_.NowUs();  // first: the line of a call it stops reads a time since it
+      arrived_us_ = clock_.NowUs();  // before the standing: a call that sees it stop reads this time
       arrived_standing_ = standing;
     }
   }

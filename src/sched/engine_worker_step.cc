@@ -96,11 +96,11 @@ bool EngineWorker::Step() {
   const size_t generated_items = batch.size();
   bool first_chunk = true;
   int64_t shared_left = choice.shared_prefill_tokens;
+  const auto at_most = [](int64_t limit, int64_t most) { return limit < 0 ? most : std::min(limit, most); };
   for (size_t k = 0; k < choice.prefill.size(); ++k) {
     if (static_cast<int64_t>(batch.size()) >= options_.batch_tokens) break;
     const bool shared = choice.prefill_shared[k];
     Slot& slot = *slots_[choice.prefill[k]];
-    const auto at_most = [](int64_t limit, int64_t most) { return limit < 0 ? most : std::min(limit, most); };
     int64_t limit = shared ? shared_left : -1;
     if (slot.short_chunks) limit = at_most(limit, options_.shared_prefill_tokens);
     if (slot.stopped && slot.cuts.empty()) limit = at_most(limit, options_.whole_chunk_tokens);
