@@ -304,6 +304,8 @@ class EngineWorker {
   void LogCall(const std::vector<engine::DecodeItem>& call, int standing, const char* outcome, int64_t took_us) const;
   // A call stopped or skipped: its slots sat this step out for a higher class.
   void OnStopped(const std::vector<engine::DecodeItem>& call);
+  // A call that ran: what a decode call, or a prompt token, costs (SharedPrefillTimeBudget).
+  void NoteCallCost(const std::vector<engine::DecodeItem>& call, int64_t took_us);
   // Whether a call that may not be stopped is put off, not started, to the next step, behind
   // an arrival that outranks it: not in the step right after it was put off (it runs then),
   // and never one that verifies a draft. Marks it.
@@ -427,6 +429,10 @@ class EngineWorker {
                                               // and in the last busy period (admission window)
   std::atomic<uint64_t> steps_{0}, prefix_copies_{0}, preemptions_{0}, sequence_moves_{0};
   uint64_t rounds_ = 0;  // engine thread: step policy rounds, run or not (throttling counts them)
+  // Engine thread: the running means of a decode call's ms (no prompt tokens in it) and of a
+  // prompt token's (calls of prompt tokens only, 16 or more); 0: none yet.
+  double decode_call_ms_ = 0;
+  double prompt_token_ms_ = 0;
   int64_t last_interactive_ms_ = -1;  // engine thread: when an interactive job last took a slot
   std::atomic<uint32_t> paused_{0}, parked_{0};
   std::atomic<uint64_t> parked_bytes_{0}, parks_{0}, recomputes_{0};

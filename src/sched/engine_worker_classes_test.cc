@@ -498,6 +498,49 @@ TEST(EngineWorkerClasses, AStoppedPromptGoesOnInShortChunks) {
   EXPECT_EQ(second_done->tokens, Solo(heavy_second, engine, options));
 }
 
+// Beside a person's decode, a background prompt goes in chunks that fit the decode call's own
+// time (SharedPrefillTimeBudget), as measured: on a clock the fake engine moves by 1 ms a
+// token, a decode call of one or two tokens costs 1-2 ms and a prompt token 1 ms, so the
+// chunks are at the floor, whole_chunk_tokens (16), not shared_prefill_tokens (64). Before
+// anything is measured the token budget alone holds (the first run below).
+TEST(EngineWorkerClasses, ABackgroundPromptBesideAPersonsDecodeFitsTheDecodeCallsTime) {
+  for (const bool measured : {false, true}) {
+    SCOPED_TRACE(measured ? "costs measured" : "nothing measured yet");
+    FakeEngineOptions engine{.sequences = 4, .prompt_calls_apart = true};
+    engine.item_ms = measured ? 1 : 0;
+    Rig rig(engine, FourWide());
+    if (measured) {
+      ASSERT_TRUE(rig.Run(Classed(Raw(std::string(40, 'w'), 4), RequestClass::kBackground)).has_value());
+    }
+    const std::string background_prompt(200, 'b');
+    const Job voice = Classed(Raw("a person waits", 60), RequestClass::kInteractive);
+    const Job background = Classed(Raw(background_prompt, 4), RequestClass::kBackground);
+    rig.fake->HoldDecodes();
+    auto voice_channel = rig.Submit(voice);
+    ASSERT_TRUE(rig.fake->WaitUntilHeld(kLivenessMs));  // the person's prompt
+    auto background_channel = rig.Submit(background);
+    rig.Release();
+    auto voice_done = Await(*voice_channel);
+    auto background_done = Await(*background_channel);
+    ASSERT_TRUE(voice_done.has_value() && background_done.has_value());
+    const int32_t sequence = SequenceOf(rig.fake->batches(), FakeEngine::Bytes(background_prompt));
+    ASSERT_GE(sequence, 0);
+    size_t total = 0, most = 0;
+    for (const auto& batch : rig.fake->batches()) {
+      const auto n = static_cast<size_t>(std::count_if(batch.begin(), batch.end(), [&](const DecodeItem& item) {
+        return item.sequence == sequence && item.position < static_cast<int32_t>(background_prompt.size());
+      }));
+      total += n;
+      most = std::max(most, n);
+    }
+    EXPECT_EQ(total, background_prompt.size());
+    // The person decodes 60 tokens: the whole background prompt is computed beside them.
+    EXPECT_EQ(most, static_cast<size_t>(measured ? FourWide().whole_chunk_tokens : FourWide().shared_prefill_tokens));
+    EXPECT_EQ(voice_done->tokens, Solo(voice, engine, FourWide()));
+    EXPECT_EQ(background_done->tokens, Solo(background, engine, FourWide()));
+  }
+}
+
 // A peer whose request ended during a step and who sends its next one before the next
 // admission stands as that peer's first: the ended request no longer counts as its holder.
 TEST(EngineWorkerClasses, ARequestSentRightAfterThePeersLastEndedStandsAsItsFirst) {

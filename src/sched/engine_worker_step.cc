@@ -37,6 +37,8 @@ StepChoice EngineWorker::ChooseThisStep() {
   const bool interactive_lately = last_interactive_ms_ >= 0 && clock_.NowMs() - last_interactive_ms_ < kInteractiveLingerMs;
   StepPolicyOptions policy{.decode_width = DecodeWidth(),
                            .shared_prefill_tokens = options_.shared_prefill_tokens,
+                           .shared_prefill_cap = SharedPrefillTimeBudget(decode_call_ms_, prompt_token_ms_,
+                                                                         options_.whole_chunk_tokens),
                            .interactive_expected = options_.interactive_peers || interactive_lately,
                            .runs_cost_passes = engine_->model_info().memory.stream_per_sequence};
   if (options_.background_mode) policy.background = options_.background_mode();
@@ -173,6 +175,7 @@ bool EngineWorker::RunCalls(std::vector<std::vector<engine::DecodeItem>>* calls)
       failed = true;
       continue;
     }
+    NoteCallCost(call, took_us);
     for (const auto& item : call) slots_[item.sequence]->stopped = false;
     AfterDecode(call, OutputsOf(call));
   }
@@ -238,6 +241,17 @@ bool EngineWorker::Postpone(const std::vector<engine::DecodeItem>& call) {
     for (const auto& item : call) slots_[item.sequence]->postponed_step = step;
   }
   return may;
+}
+
+void EngineWorker::NoteCallCost(const std::vector<engine::DecodeItem>& call, int64_t took_us) {
+  // A short prompt call's fixed costs would read as its tokens'.
+  constexpr size_t kTimedPromptTokens = 16;
+  const auto mean = [](double* avg, double x) { *avg = *avg == 0 ? x : 0.8 * *avg + 0.2 * x; };
+  const auto prompt = static_cast<size_t>(
+      std::count_if(call.begin(), call.end(), [](const engine::DecodeItem& item) { return item.prompt_tokens > 0; }));
+  const double ms = static_cast<double>(took_us) / 1000.0;
+  if (prompt == 0) mean(&decode_call_ms_, ms);
+  else if (prompt == call.size() && prompt >= kTimedPromptTokens) mean(&prompt_token_ms_, ms / static_cast<double>(prompt));
 }
 
 bool EngineWorker::MayStop(const std::vector<engine::DecodeItem>& call) const {

@@ -189,6 +189,11 @@ void PlacePrompts(StepChoice* choice, std::vector<SlotView>* views, std::vector<
 
 }  // namespace
 
+int64_t SharedPrefillTimeBudget(double decode_call_ms, double prompt_ms_per_token, int64_t floor) {
+  if (decode_call_ms <= 0 || prompt_ms_per_token <= 0) return 0;
+  return std::max(floor, static_cast<int64_t>(decode_call_ms / prompt_ms_per_token));
+}
+
 size_t Runs(std::vector<size_t> sequences) {
   std::sort(sequences.begin(), sequences.end());
   size_t runs = 0;
@@ -226,6 +231,9 @@ StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions
   // Only expected, none running: a chunk bounds no person's step, only the work an arrival's
   // stop throws away, so it is twice as long (kExpectedChunkFactor).
   choice.shared_prefill_tokens = options.shared_prefill_tokens * (interactive_runs ? 1 : kExpectedChunkFactor);
+  if (interactive_runs && options.shared_prefill_cap > 0) {
+    choice.shared_prefill_tokens = std::min(choice.shared_prefill_tokens, options.shared_prefill_cap);
+  }
   for (const SlotView* view : ranked) {
     const bool takes_place = view->generating || interactive_runs;
     if ((takes_place && running >= options.decode_width) || SitsOut(*view, options, step)) {

@@ -64,6 +64,9 @@ inline constexpr int64_t kExpectedChunkFactor = 2;
 struct StepPolicyOptions {
   size_t decode_width = 4;             // slots that run in one step
   int64_t shared_prefill_tokens = 64;  // lower classes' prompt tokens per step beside interactive work
+  // > 0: at most this many of them while interactive work runs (the worker's time budget,
+  // SharedPrefillTimeBudget); 0: shared_prefill_tokens alone.
+  int64_t shared_prefill_cap = 0;
   bool interactive_expected = false;   // share the step as if an interactive slot ran
   BackgroundAction background = BackgroundAction::kRun;
   uint64_t throttle_period = 4;        // kThrottle: background runs one step in this many
@@ -122,6 +125,14 @@ struct StepChoice {
   // new indexes.
   std::vector<SlotMove> moves;
 };
+
+// The lower classes' prompt tokens that fit beside a person's decode call in its own time:
+// `decode_call_ms` / `prompt_ms_per_token`, at least `floor`; 0 (no cap) while either cost is
+// unmeasured. A token budget alone is the machine's speed in disguise: 64 prompt tokens ran
+// 450 ms beside a 45 ms decode call on a 2-core VM (0.6B Q4_0), so each of the person's
+// tokens waited ten times as long, and their 8-token answer took 3.0-3.5 s at the p95 under
+// load; with this bound a step takes at most about twice the person's decode.
+int64_t SharedPrefillTimeBudget(double decode_call_ms, double prompt_ms_per_token, int64_t floor);
 
 // The runs of consecutive ids among `sequences` (any order): with a KV stream per sequence,
 // llama.cpp computes each run of a decode call as a micro-batch of its own, a pass over the

@@ -183,6 +183,31 @@ TEST(StepPolicy, ExpectedInteractiveWorkSharesTheStepBeforeAnyRuns) {
   EXPECT_EQ(choice.shared_prefill_tokens, 16 * kExpectedChunkFactor);
 }
 
+// The worker's time budget caps the shared tokens while a person's request runs, never the
+// larger chunks of a step where one is only expected (they bound the work a stop throws away).
+TEST(StepPolicy, TheTimeBudgetCapsTheSharedTokensOnlyWhileInteractiveWorkRuns) {
+  const std::vector<SlotView> beside = {Prefilling(0, kBackground, 1), Prefilling(1, kInteractive, 2)};
+  EXPECT_EQ(ChooseStep(beside, {.decode_width = 4, .shared_prefill_tokens = 64, .shared_prefill_cap = 20}, 1)
+                .shared_prefill_tokens,
+            20);
+  EXPECT_EQ(ChooseStep(beside, {.decode_width = 4, .shared_prefill_tokens = 16, .shared_prefill_cap = 20}, 1)
+                .shared_prefill_tokens,
+            16);
+  const StepChoice expected = ChooseStep(
+      {Prefilling(0, kBackground, 1)},
+      {.decode_width = 4, .shared_prefill_tokens = 64, .shared_prefill_cap = 20, .interactive_expected = true}, 1);
+  EXPECT_EQ(expected.shared_prefill_tokens, 64 * kExpectedChunkFactor);
+}
+
+// A person's decode call of 45 ms beside prompt tokens of 7 ms each: 6 fit, raised to the
+// floor; on a faster prompt, as many as fit; nothing measured: no cap.
+TEST(StepPolicy, TheSharedTimeBudgetIsTheDecodeCallsTimeInPromptTokens) {
+  EXPECT_EQ(SharedPrefillTimeBudget(45, 7, 16), 16);
+  EXPECT_EQ(SharedPrefillTimeBudget(45, 0.5, 16), 90);
+  EXPECT_EQ(SharedPrefillTimeBudget(0, 7, 16), 0);
+  EXPECT_EQ(SharedPrefillTimeBudget(45, 0, 16), 0);
+}
+
 TEST(StepPolicy, WithoutInteractiveWorkEveryPromptHasTheWholeStep) {
   const StepChoice choice =
       ChooseStep({Prefilling(0, kBackground, 1), Prefilling(1, kNormal, 2)}, {.decode_width = 4}, 1);
