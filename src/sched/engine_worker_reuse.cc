@@ -120,8 +120,8 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
     // prompt, which its next one reuses, outlives the background jobs admitted meanwhile);
     // then no copy over a copy (a copy moves a whole sequence's memory); then the busy
     // sequences kept consecutive; then by when the slot was last used.
-    const bool drops = ClassIndex(t->cached_class) < ClassIndex(request_class) &&
-                       t->resident.size() > (plan.source == t.get() ? plan.keep : 0);
+    const size_t dropped = t->resident.size() - (plan.source == t.get() ? std::min(plan.keep, t->resident.size()) : 0);
+    const bool drops = !MayDropCache(t->cached_class, dropped, request_class);
     const auto rank = std::make_tuple(-static_cast<int64_t>(plan.keep), drops, plan.source != plan.target, runs_with(*t));
     if (best.target == nullptr || rank < best_rank || (rank == best_rank && FreeSlotGoesFirst(*t, *best.target))) {
       best = plan;

@@ -166,6 +166,22 @@ TEST(EngineWorker, EveryCallListsItsSequencesInIncreasingOrder) {
   EXPECT_GT(with_several, 0u);
 }
 
+// Background jobs alpha, bravo, charlie (40 tokens each) and delta (8), then a person's
+// request (of another peer).
+std::vector<Job> JobsLeavingAGap() {
+  return {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
+          Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
+          Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
+          Classed(Raw("delta", 8), RequestClass::kBackground, 1000),
+          Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000)};
+}
+
+// Alpha's prompt in step 1, the other three's in step 2, and the person's request comes while
+// step 3 is held, stops that call and is admitted in its place.
+std::vector<Completion> RunLeavingAGap(Rig& rig, const std::vector<Job>& jobs) {
+  return rig.RunInWaves({{jobs[0]}, {jobs[1], jobs[2], jobs[3]}, {jobs[4]}}, {0, 2});
+}
+
 // Background jobs on 0-3 and a person's request on 4, the only free sequence: the width of 4
 // pauses one background job (alpha on 0, the others then decode in one run, 1-4). The job on
 // 3 ends, alpha would resume on 0 beside 1, 2 and 4 (two runs), and a slot moves into 3
@@ -180,16 +196,9 @@ TEST(EngineWorkerClasses, ASequenceMovesIntoTheGapLeftBesideAPersonsRequest) {
     WorkerOptions options = TestOptions();
     options.decode_width = 4;
     Rig rig(engine, options);
-    const std::vector<Job> background = {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
-                                         Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
-                                         Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
-                                         Classed(Raw("delta", 8), RequestClass::kBackground, 1000)};
-    const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000);
-    // Alpha's prompt in step 1, the other three's in step 2, and the person's request comes
-    // while step 3 is held, stops that call and is admitted in its place.
-    const std::vector<Completion> done =
-        rig.RunInWaves({{background[0]}, {background[1], background[2], background[3]}, {voice}}, {0, 2});
-    ASSERT_EQ(done.size(), 5u);
+    const std::vector<Job> jobs = JobsLeavingAGap();
+    const std::vector<Completion> done = RunLeavingAGap(rig, jobs);
+    ASSERT_EQ(done.size(), jobs.size());
     const Batches batches = rig.fake->batches();
     ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("alpha job")), 0);
     ASSERT_EQ(SequenceOf(batches, FakeEngine::Bytes("delta")), 3);
@@ -224,8 +233,7 @@ TEST(EngineWorkerClasses, ASequenceMovesIntoTheGapLeftBesideAPersonsRequest) {
       EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
       EXPECT_EQ(first_on_3, -1) << "nothing decodes on 3 after delta";
     }
-    for (size_t i = 0; i < background.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(background[i], engine, options));
-    EXPECT_EQ(done[4].tokens, Solo(voice, engine, options));
+    for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(jobs[i], engine, options)) << i;
   }
 }
 
@@ -236,22 +244,16 @@ TEST(EngineWorkerClasses, AMoveWhoseCopyFindsNoRoomLeavesTheSlotWhereItWas) {
   WorkerOptions options = TestOptions();
   options.decode_width = 4;
   Rig rig(engine, options);
-  const std::vector<Job> background = {Classed(Raw("alpha job", 40), RequestClass::kBackground, 1000),
-                                       Classed(Raw("bravo job!", 40), RequestClass::kBackground, 1000),
-                                       Classed(Raw("charlie job", 40), RequestClass::kBackground, 1000),
-                                       Classed(Raw("delta", 8), RequestClass::kBackground, 1000)};
-  const Job voice = Classed(Raw("a person waits", 20), RequestClass::kInteractive, 2000);
-  const std::vector<Completion> done =
-      rig.RunInWaves({{background[0]}, {background[1], background[2], background[3]}, {voice}}, {0, 2});
-  ASSERT_EQ(done.size(), 5u);
+  const std::vector<Job> jobs = JobsLeavingAGap();
+  const std::vector<Completion> done = RunLeavingAGap(rig, jobs);
+  ASSERT_EQ(done.size(), jobs.size());
   EXPECT_EQ(rig.worker->stats().sequence_moves, 0u);
   // Alpha decodes on 0 to its end, and never on 3 after delta's.
   const Batches batches = rig.fake->batches();
   size_t alpha_on_0 = 0;
   for (const auto& batch : batches) alpha_on_0 += DecodingIn(batch).count(0);
   EXPECT_EQ(alpha_on_0, 40u - 1) << "its 40 tokens, the first from its prompt call";
-  for (size_t i = 0; i < background.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(background[i], engine, options));
-  EXPECT_EQ(done[4].tokens, Solo(voice, engine, options));
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(done[i].tokens, Solo(jobs[i], engine, options)) << i;
 }
 
 // The gap held by a job that waits: background jobs on 0-3 and a person's request on 4 (the

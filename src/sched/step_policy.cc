@@ -102,10 +102,9 @@ void LeaveOutSmallLowerRuns(const std::vector<SlotView>& busy, StepChoice* choic
 
 bool Holds(const std::vector<size_t>& list, size_t slot) { return std::find(list.begin(), list.end(), slot) != list.end(); }
 
-
 // Whether a move of a `mover_class` slot may drop what the free sequence `f` caches.
 bool MayDrop(const MoveCandidate& f, RequestClass mover_class) {
-  return f.tokens == 0 || ClassIndex(f.request_class) >= ClassIndex(mover_class);
+  return MayDropCache(f.request_class, f.tokens, mover_class);
 }
 
 // How `mover` gets into `target`'s sequence: the moves, in order, that clear it first and the

@@ -167,6 +167,14 @@ inline constexpr int kNoStanding = kRequestClasses * 3;
 StepChoice ChooseStep(const std::vector<SlotView>& busy, const StepPolicyOptions& options, uint64_t step,
                       const std::vector<MoveCandidate>& free = {});
 
+// Whether a job of `taker` class may drop the `cached_tokens` a free sequence caches, which a
+// job of `cached_class` left: only a cache of its own class or lower. A higher class's (the
+// last voice request's prompt, which the next one reuses) is kept: a move sets it aside, a new
+// job takes another sequence first (EngineWorker::PlanReuse).
+inline bool MayDropCache(RequestClass cached_class, size_t cached_tokens, RequestClass taker) {
+  return cached_tokens == 0 || ClassIndex(cached_class) >= ClassIndex(taker);
+}
+
 // A busy slot, or a job about to take one, as admission sees it.
 struct Holder {
   RequestClass request_class = RequestClass::kNormal;

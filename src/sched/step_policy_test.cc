@@ -357,15 +357,23 @@ TEST(StepPolicy, AMoveThatJoinsTheRunsGoesBeforeLeavingARunOut) {
   EXPECT_TRUE(ChooseStep(busy, options, 1, {{1, 0}}).moves.empty());
 }
 
-// A prompt goes where its tokens will decode beside the others: on 5, with 0-2 decoding and 3
-// free, it moves to 3 before its first chunk (nothing else needed: no class, no full width).
-TEST(StepPolicy, APromptMovesToWhereItWillDecodeBesideTheOthers) {
+// Background jobs decoding on 0-2 (300 tokens each, movable) and a background prompt on 5
+// holding `prompt_tokens`, admitted `admitted`-th.
+std::vector<SlotView> ThreeDecodingAndAPromptOn5(size_t prompt_tokens, uint64_t admitted) {
   std::vector<SlotView> busy;
   for (size_t slot : {0, 1, 2}) {
     busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
                     .tokens = 300});
   }
-  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 9, .prefilling = true, .movable = true, .tokens = 10});
+  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = admitted, .prefilling = true, .movable = true,
+                  .tokens = prompt_tokens});
+  return busy;
+}
+
+// A prompt goes where its tokens will decode beside the others: on 5, with 0-2 decoding and 3
+// free, it moves to 3 before its first chunk (nothing else needed: no class, no full width).
+TEST(StepPolicy, APromptMovesToWhereItWillDecodeBesideTheOthers) {
+  std::vector<SlotView> busy = ThreeDecodingAndAPromptOn5(10, 9);
   const StepPolicyOptions options{.decode_width = 4, .runs_cost_passes = true};
   const StepChoice placed = ChooseStep(busy, options, 1, {{3, 40}, {4, 0}, {6, 0}});
   EXPECT_EQ(moves(placed.moves), (Pairs{{5, 3}})) << "3 joins 0-2; 4 does not";
@@ -385,12 +393,7 @@ TEST(StepPolicy, APromptMovesToWhereItWillDecodeBesideTheOthers) {
 TEST(StepPolicy, AMoveKeepsTheCacheAHigherClassLeft) {
   const MoveCandidate voice_cache{3, 24, kInteractive};
   // A background prompt on 5, 0-2 decoding: into 3 after the cache there moves to 4.
-  std::vector<SlotView> busy;
-  for (size_t slot : {0, 1, 2}) {
-    busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
-                    .tokens = 300});
-  }
-  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 9, .prefilling = true, .movable = true, .tokens = 0});
+  std::vector<SlotView> busy = ThreeDecodingAndAPromptOn5(0, 9);
   const StepPolicyOptions options{.decode_width = 4, .runs_cost_passes = true};
   EXPECT_EQ(moves(ChooseStep(busy, options, 1, {voice_cache, {4, 0}}).moves), (Pairs{{3, 4}, {5, 3}}));
   EXPECT_TRUE(ChooseStep(busy, options, 1, {voice_cache, {4, 50, kBackground}}).moves.empty())
@@ -407,12 +410,7 @@ TEST(StepPolicy, AMoveKeepsTheCacheAHigherClassLeft) {
 // A step that computes a person's prompt moves nothing (the copies would come before its first
 // token): the same gap and free sequence as above, with the person's prompt in the step.
 TEST(StepPolicy, NothingMovesInTheStepOfAPersonsPrompt) {
-  std::vector<SlotView> busy;
-  for (size_t slot : {0, 1, 2}) {
-    busy.push_back({.slot = slot, .request_class = kBackground, .admitted = slot, .generating = true, .movable = true,
-                    .tokens = 300});
-  }
-  busy.push_back({.slot = 5, .request_class = kBackground, .admitted = 8, .prefilling = true, .movable = true, .tokens = 0});
+  std::vector<SlotView> busy = ThreeDecodingAndAPromptOn5(0, 8);
   const StepPolicyOptions options{.decode_width = 5, .runs_cost_passes = true};
   ASSERT_EQ(moves(ChooseStep(busy, options, 1, {{3, 0}, {4, 0}}).moves), (Pairs{{5, 3}}));
   busy.push_back({.slot = 6, .request_class = kInteractive, .admitted = 9, .prefilling = true, .movable = true, .tokens = 0});
