@@ -18,10 +18,15 @@ sched::Job MakeGenerationJob(GenerationRequest& r, const config::DaemonConfig& c
     auto& messages = conversation.messages;
     const bool has_system =
         std::any_of(messages.begin(), messages.end(), [](const chat::Message& m) { return m.role == "system"; });
-    // The model's own SYSTEM (its manifest's), else the server's.
+    // The model's own SYSTEM (its manifest's), as Ollama puts it in. Not the daemon's
+    // `system_prompt`: that is the native socket's default (the seed's clients send none). A
+    // client of these APIs gets the prompt its messages make, as from llama-server, and not an
+    // instruction it did not write ("Answer briefly." cut answers short, and its 14 tokens were
+    // computed on every cold prompt).
     const config::ModelGenerationDefaults* defaults = config::FindModelDefaults(c, model);
-    const std::string& system = defaults != nullptr && defaults->system ? *defaults->system : c.system_prompt;
-    if (!has_system && !system.empty()) messages.insert(messages.begin(), {"system", system});
+    if (!has_system && defaults != nullptr && defaults->system && !defaults->system->empty()) {
+      messages.insert(messages.begin(), {"system", *defaults->system});
+    }
     job.prompt = std::move(conversation);
   } else {
     job.prompt = sched::RawCompletion{std::move(r.prompt)};

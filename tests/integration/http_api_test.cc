@@ -58,11 +58,13 @@ TEST_F(HttpApi, ChatCompletionMatchesTheNativeProtocolToken_for_token) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 24);
   EXPECT_TRUE(j["usage"]["prompt_tokens_details"].contains("cached_tokens"));
 
-  // Same prompt (the daemon's default system prompt + the user text), greedy, on the native socket.
+  // Same prompt (the user text, no system message: the daemon's `system_prompt` is the native
+  // socket's default only), greedy, on the native socket.
   LlmClient native(d().process().socket());
   GenerateOptions o;
   o.max_tokens = 24;
   o.temperature = 0.0f;
+  o.system = "";
   auto g = native.GenerateStream("Tell me about rivers.", o, nullptr);
   ASSERT_TRUE(g.has_value()) << g.error().ToString();
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>(), g->text);
