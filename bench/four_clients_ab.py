@@ -2,7 +2,8 @@
 """The serving table's 4-client row alone, for more rounds: llmd native, llmd HTTP and
 llama-server on one model, round after round in a rotating order (as scripts/bench does), so a
 slow minute of a shared machine falls on all three alike. Each round: 4 clients, each sending 4
-chat requests of 64 tokens one after the other; the aggregate is all tokens over the wall time.
+chat requests of 64 tokens one after the other; the aggregate is all tokens over the wall time,
+and TTFT's p95 over every round.
 
   python3 bench/four_clients_ab.py MODEL.gguf [ROUNDS]   (build/ must hold llmd and llama-server)
 """
@@ -18,6 +19,12 @@ import suite  # noqa: E402
 CLIENTS, REQUESTS, TOKENS = 4, 4, 64
 
 
+def p95(xs):
+    """Nearest rank, as bench/qos.py: the 31st of 32."""
+    xs = sorted(xs)
+    return xs[max(0, -(-95 * len(xs) // 100) - 1)]
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -29,6 +36,7 @@ def main():
     llmd, server = c.start_llmd(), c.start_server()
     contenders = [("llmd-native", llmd, "native"), ("llmd-http", llmd, "http"), ("llama-server", server, "http")]
     results = {name: [] for name, _, _ in contenders}
+    ttfts = {name: [] for name, _, _ in contenders}
     try:
         for name, target, kind in contenders:
             suite.clients_round(target, kind, c.key, CLIENTS, REQUESTS, TOKENS, "warm-up")
@@ -37,6 +45,7 @@ def main():
                 tok_s, replies = suite.clients_round(target, kind, c.key, CLIENTS, REQUESTS, TOKENS, rep)
                 results[name].append(tok_s)
                 ttft = statistics.median(r["ttft"] for r in replies)
+                ttfts[name] += [r["ttft"] for r in replies]
                 print(f"round {rep} {name}: {tok_s:.1f} tok/s, TTFT p50 {ttft * 1000:.0f} ms", flush=True)
     finally:
         llmd.stop()
@@ -45,7 +54,8 @@ def main():
     for name, values in results.items():
         med = statistics.median(values)
         print(f"{name:13} {' '.join(f'{v:.1f}' for v in values)}  median {med:.1f}  "
-              f"vs llama-server {med / server_median:.2f}")
+              f"vs llama-server {med / server_median:.2f}  TTFT p95 {p95(ttfts[name]) * 1000:.0f} ms "
+              f"(llama-server {p95(ttfts['llama-server']) * 1000:.0f})")
 
 
 if __name__ == "__main__":
