@@ -271,8 +271,8 @@ const std::vector<Key>& Keys() {
        [](DaemonConfig& c, const std::string& v) {
          return ParseFloat(v, &c.sampling.repeat_penalty, 1, 100, "[1, 100]");
        }},
-      {"system_prompt", {"--system-prompt"}, {"LLMD_SYSTEM_PROMPT"}, "System prompt for native requests that set none (not the HTTP APIs)",
-       Str(&DaemonConfig::system_prompt)},
+      {"system_prompt", {"--system-prompt"}, {"LLMD_SYSTEM_PROMPT"},
+       "System prompt for native requests that set none (not the HTTP APIs)", Str(&DaemonConfig::system_prompt)},
       {"content_safety_check", {"--content-safety-check"}, {"LLMD_CONTENT_SAFETY_CHECK"},
        "Sanitize user input as the reference daemon does",
        [](DaemonConfig& c, const std::string& v) { return ParseBool(v, &c.content_safety_check); }, true},

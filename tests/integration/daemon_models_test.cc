@@ -336,7 +336,8 @@ TEST(ModelsOnDemand, AManifestsSystemNumCtxAndTemplateTakeEffect) {
   const json hello = {{"role", "user"}, {"content", "Hello there"}};
   const int pirate = PromptTokens(d, "pirate", json::array({hello}));
   EXPECT_EQ(pirate, PromptTokens(d, "alpha", json::array({{{"role", "system"}, {"content", pirate_system}}, hello})));
-  EXPECT_NE(pirate, PromptTokens(d, "alpha", json::array({hello}))) << "alpha has none: the config's system_prompt is the native socket's";
+  EXPECT_NE(pirate, PromptTokens(d, "alpha", json::array({hello})))
+      << "alpha has none: the config's system_prompt is the native socket's";
   const json own = json::array({{{"role", "system"}, {"content", "Be brief."}}, hello});
   EXPECT_EQ(PromptTokens(d, "pirate", own), PromptTokens(d, "alpha", own));
 
