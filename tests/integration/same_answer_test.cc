@@ -142,5 +142,49 @@ TEST(SameAnswerAcrossApis, EveryApiGivesTheSameTextForTheSameConversation) {
   EXPECT_EQ(json::parse(ollama.body)["message"]["content"].get<std::string>(), openai) << "ollama";
 }
 
+// Without a system message, no HTTP API puts one in: each gives the text the native socket gives
+// with an empty system prompt. The daemon's `system_prompt` is the native socket's default only
+// (docs/http.md); an HTTP client gets the prompt its messages make, as from llama-server.
+TEST(SameAnswerAcrossApis, WithoutASystemMessageNoApiPutsOneIn) {
+  const std::string kModel = "qwen35-tiny-q8_0";
+  HttpDaemon d({"--rate-limit", "100000", "--context", "0", "--repeat-penalty", "1.0"}, Qwen35TinyPath());
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  const std::string& question = kQuestions[1];
+  GenerateOptions o;
+  o.system = "";
+  o.max_tokens = kTokens;
+  o.temperature = 0.0f;
+  auto native = LlmClient(d.process().socket()).GenerateStream(question, o, nullptr);
+  ASSERT_TRUE(native.has_value()) << native.error().ToString();
+  ASSERT_FALSE(native->text.empty());
+
+  const json messages = {{{"role", "user"}, {"content", question}}};
+  auto text_of = [&](const std::string& path, const json& body, auto extract) {
+    HttpReply r = d.Unix("POST", path, body.dump());
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return r.status == 200 ? extract(json::parse(r.body)) : std::string();
+  };
+  EXPECT_EQ(text_of("/v1/chat/completions", {{"messages", messages}, {"max_tokens", kTokens}, {"temperature", 0}},
+                    [](const json& j) { return j["choices"][0]["message"]["content"].get<std::string>(); }),
+            native->text)
+      << "openai";
+  EXPECT_EQ(text_of("/v1/messages", {{"model", kModel}, {"messages", messages}, {"max_tokens", kTokens}, {"temperature", 0}},
+                    [](const json& j) { return j["content"][0]["text"].get<std::string>(); }),
+            native->text)
+      << "anthropic";
+  EXPECT_EQ(text_of("/v1/responses", {{"input", question}, {"max_output_tokens", kTokens}, {"temperature", 0}},
+                    [](const json& j) { return j["output"][0]["content"][0]["text"].get<std::string>(); }),
+            native->text)
+      << "responses";
+  EXPECT_EQ(text_of("/api/chat",
+                    {{"model", kModel},
+                     {"messages", messages},
+                     {"stream", false},
+                     {"options", {{"temperature", 0}, {"num_predict", kTokens}}}},
+                    [](const json& j) { return j["message"]["content"].get<std::string>(); }),
+            native->text)
+      << "ollama";
+}
+
 }  // namespace
 }  // namespace llmd::testing
