@@ -109,8 +109,9 @@ def llama_bench(o, *args):
 def llmd_prefill_rows(o, server, file_mib, base):
     """llmd's cold prefill and decode at each size, RSS above the file after each, and
     llama-bench as its neighbour: each request paired with llama-bench -p at its size, llmd
-    first in even pairs and llama-bench first in odd ones (a drift over the pairs' minutes then
-    favours neither side in the median). Decode at depth: o.decode_reps runs each, medians."""
+    first in the 1st, 3rd, ... pair and llama-bench first in the others (a drift over the pairs'
+    minutes then favours neither side in the median). Decode at depth: o.decode_reps runs a
+    side, medians."""
     rows, bench = {}, {}
     for n in o.sizes:
         reps = o.prefill_reps if n <= 4096 else o.deep_reps
@@ -354,6 +355,10 @@ def report(o, res):
     return "\n".join(lines)
 
 
+FULL_REPS = {"prefill_reps": 3, "deep_reps": 1, "decode_reps": 3, "turn_reps": 4, "serving_reps": 4}
+QUICK_REPS = {"prefill_reps": 1, "deep_reps": 1, "decode_reps": 2, "turn_reps": 2, "serving_reps": 2}
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -364,16 +369,17 @@ def main():
     a.add_argument("--rows", default="prefill,turns,serving",
                    help="which rows, comma-separated: prefill, turns, serving (default all; serving only "
                         "on a dense model)")
-    a.add_argument("--sizes", dest="size_list", help="prefill sizes in tokens, comma-separated (default 128,4096,8192,16384; "
+    a.add_argument("--sizes", dest="size_list", metavar="N,N", help="prefill sizes in tokens, comma-separated (default 128,4096,8192,16384; "
                                    "decode at depth at those above 4,096)")
-    a.add_argument("--prefill-reps", type=int, default=3,
+    # Defaults: QUICK_REPS with --quick, else FULL_REPS.
+    a.add_argument("--prefill-reps", type=int,
                    help="llmd/llama-bench prefill pairs at each size up to 4,096 tokens (default 3)")
-    a.add_argument("--deep-reps", type=int, default=1,
+    a.add_argument("--deep-reps", type=int,
                    help="llmd/llama-bench prefill pairs at each size above 4,096 tokens (default 1: 16k "
                         "tokens take 5-10 minutes a run on 2 threads)")
-    a.add_argument("--decode-reps", type=int, default=3, help="decode runs at each depth, each side (default 3)")
-    a.add_argument("--turn-reps", type=int, default=4, help="turn 2s on each server, alternating (default 4)")
-    a.add_argument("--serving-reps", type=int, default=4, help="4-client serving runs of each KV layout (default 4)")
+    a.add_argument("--decode-reps", type=int, help="decode runs at each depth, each side (default 3)")
+    a.add_argument("--turn-reps", type=int, help="turn 2s on each server, alternating (default 4)")
+    a.add_argument("--serving-reps", type=int, help="4-client serving runs of each KV layout (default 4)")
     a.add_argument("--out", default=os.path.join(ROOT, "build", "bench-results"))
     o = a.parse_args()
     o.rows = [r for r in o.rows.split(",") if r]
@@ -385,11 +391,14 @@ def main():
     if o.quick:
         o.sizes, o.tg, o.turn_prefix, o.agent_tokens = [128, 512, 1024], 8, 512, 1024
         o.turn_tokens, o.requests, o.tokens = 4, 1, 8
-        o.prefill_reps = o.deep_reps = 1
-        o.decode_reps = o.turn_reps = o.serving_reps = 2
     else:
         o.sizes, o.tg, o.turn_prefix, o.agent_tokens = [128, 4096, 8192, 16384], 32, 8192, 10000
         o.turn_tokens, o.requests, o.tokens = 16, 4, 64
+    for name, value in (QUICK_REPS if o.quick else FULL_REPS).items():
+        if getattr(o, name) is None:
+            setattr(o, name, value)
+        if getattr(o, name) < 1:
+            a.error(f"--{name.replace('_', '-')} must be 1 or more")
     if o.size_list:
         o.sizes = sorted({int(x) for x in o.size_list.split(",") if x})
     o.depths = [n for n in o.sizes if n > (256 if o.quick else 4096)]
