@@ -223,7 +223,7 @@ def run_model(o, workdir):
     o.key = c.key
     servers = []
     try:
-        for who in ("llmd", "llama-server"):
+        for who in ("llmd", "llama-server") if {"prefill", "turns"} & set(o.rows) else ():
             progress(f"{res['model']}: {who}")
             s = c.start_llmd("llmd-long") if who == "llmd" else c.start_server("llama-server-long")
             servers.append((who, s))
@@ -335,13 +335,14 @@ def serving_table(o, sv, targets):
 
 def report(o, res):
     c = res["contenders"]
-    llmd, server = c["llmd"], c["llama-server"]
+    llmd, server = c.get("llmd", {}), c.get("llama-server", {})
     lines = [f"Long contexts (--long): {res['model']}, {o.threads} threads, {PARALLEL} sequences; "
              f"{res['machine']['cpu']}, {res['machine']['cores']} cores; commit {res['machine']['llmd_commit']}; "
-             f"{res['time']}; rows: {','.join(o.rows)}",
-             f"Pools: llmd {llmd['pool_tokens']} tokens (--context 0), llama-server {server['pool_tokens']} (-c 0). "
-             f"File {res['file_mib']:.0f} MiB; RSS above it idle: llmd {fmt(llmd['idle_rss_over_file_mib'])}, "
-             f"llama-server {fmt(server['idle_rss_over_file_mib'])} MiB."]
+             f"{res['time']}; rows: {','.join(o.rows)}"]
+    if llmd:
+        lines.append(f"Pools: llmd {llmd['pool_tokens']} tokens (--context 0), llama-server {server['pool_tokens']} "
+                     f"(-c 0). File {res['file_mib']:.0f} MiB; RSS above it idle: llmd "
+                     f"{fmt(llmd['idle_rss_over_file_mib'])}, llama-server {fmt(server['idle_rss_over_file_mib'])} MiB.")
     targets = []
     if "sizes" in llmd:
         lines += [""] + prefill_table(o, llmd, server, c["llama-bench"], targets)
