@@ -19,12 +19,6 @@ import suite  # noqa: E402
 CLIENTS, REQUESTS, TOKENS = 4, 4, 64
 
 
-def p95(xs):
-    """Nearest rank, as bench/qos.py: the 31st of 32."""
-    xs = sorted(xs)
-    return xs[max(0, -(-95 * len(xs) // 100) - 1)]
-
-
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -54,8 +48,8 @@ def main():
     for name, values in results.items():
         med = statistics.median(values)
         print(f"{name:13} {' '.join(f'{v:.1f}' for v in values)}  median {med:.1f}  "
-              f"vs llama-server {med / server_median:.2f}  TTFT p95 {p95(ttfts[name]) * 1000:.0f} ms "
-              f"(llama-server {p95(ttfts['llama-server']) * 1000:.0f})")
+              f"vs llama-server {med / server_median:.2f}  TTFT p95 {suite.pct(ttfts[name], 0.95) * 1000:.0f} ms "
+              f"(llama-server {suite.pct(ttfts['llama-server'], 0.95) * 1000:.0f})")
 
 
 if __name__ == "__main__":

@@ -123,12 +123,13 @@ def llmd_prefill_rows(o, server, file_mib, base):
             progress(f"  llama-bench: -n {o.tg} -d {n} -r {o.decode_reps}")
             entry["decode_runs"] = llama_bench(o, "-p", "0", "-n", str(o.tg), "-d", str(n), "-r", str(o.decode_reps))
             entry["decode_tps"] = med(entry["decode_runs"])
+        def bench_prefill(rep):
+            progress(f"  llama-bench: -p {n} (pair {rep + 1} of {reps})")
+            return llama_bench(o, "-p", str(n), "-n", "0", "-r", "1")[0]
+
         pairs, r = [], None
         for rep in range(reps):
-            b = None
-            if rep % 2 == 1:
-                progress(f"  llama-bench: -p {n} (pair {rep + 1} of {reps}, llama-bench first)")
-                b = llama_bench(o, "-p", str(n), "-n", "0", "-r", "1")[0]
+            b = bench_prefill(rep) if rep % 2 == 1 else None
             progress(f"  llmd: cold prefill of {n} tokens, then {o.tg} decoded (pair {rep + 1} of {reps})")
             user = prompt_of(n, ("llmd", n, rep, time.time()), base)
             r = llmd_prefill(o, server, user, o.tg)
@@ -140,14 +141,14 @@ def llmd_prefill_rows(o, server, file_mib, base):
                 decode_runs = [r["decode_tps"]] + [llmd_prefill(o, server, user, o.tg)["decode_tps"]
                                                    for _ in range(o.decode_reps - 1)]
             if rep % 2 == 0:
-                progress(f"  llama-bench: -p {n}")
-                b = llama_bench(o, "-p", str(n), "-n", "0", "-r", "1")[0]
+                b = bench_prefill(rep)
             pairs.append((r["prefill_tps"], b))
         row = dict(r)
         row["prefill_runs"] = [a for a, _ in pairs]
         row["prefill_tps"] = med([a for a, _ in pairs if a])
         entry.update(prefill_runs=[b for _, b in pairs], prefill_tps=med([b for _, b in pairs]),
-                     prefill_ratio=med([a / b for a, b in pairs if a and b]))
+                     pair_ratios=[a / b for a, b in pairs if a and b])
+        entry["prefill_ratio"] = med(entry["pair_ratios"])
         if decode_runs:
             row["decode_runs"], row["decode_tps"] = decode_runs, med([d for d in decode_runs if d])
         rows[n], bench[n] = row, entry
@@ -277,11 +278,10 @@ def prefill_table(o, llmd, server, bench, targets):
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for n in o.sizes:
         L, B, S = llmd["sizes"][n], bench["sizes"][n], server["sizes"][n]
-        pair_ratios = [a / b for a, b in zip(L["prefill_runs"], B["prefill_runs"]) if a and b]
         pr, bd = B["prefill_ratio"], B.get("decode_tps")
         dr = ratio(L["decode_tps"], bd) if n in o.depths else None
         lines.append(f"| {n:,} | {fmt(L['prefill_tps'])} | {fmt(B['prefill_tps'])} | {fmt(S['prefill_tps'])} | "
-                     f"{fmt(pr, 'x', 2)}{runs(pair_ratios, 2)} | {fmt(L['decode_tps'])}{runs(L.get('decode_runs'))} | "
+                     f"{fmt(pr, 'x', 2)}{runs(B['pair_ratios'], 2)} | {fmt(L['decode_tps'])}{runs(L.get('decode_runs'))} | "
                      f"{fmt(bd)}{runs(B.get('decode_runs'))} | {fmt(S['decode_tps'])} | {fmt(dr, 'x', 2)} | "
                      f"{fmt(L['rss_over_file_mib'], ' MiB', 0)} | {fmt(S['rss_over_file_mib'], ' MiB', 0)} |")
         targets.append((pr is not None and pr >= 0.97, f"prefill {n}: llmd >= 0.97x llama-bench: {fmt(pr, '', 2)}"))
