@@ -1,7 +1,13 @@
 #include "common/process_memory.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace llmd {
 namespace {
@@ -30,22 +36,35 @@ ProcessMemory ReadProcessMemory() {
 
 uint64_t MappedFileResidentBytes(const std::string& path) {
   if (path.empty()) return 0;
-  std::ifstream in("/proc/self/smaps");
+  // /proc/self/maps names each mapping's range and file without looking at its pages, and
+  // /proc/self/pagemap says of each page of the file's ranges alone whether it is present: the
+  // Rss of their smaps entries, without /proc/self/smaps's walk over every mapping's pages (a
+  // large KV cache's among them: 18 ms a read at a 4k context).
+  std::ifstream maps("/proc/self/maps");
+  const int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (pagemap < 0) return 0;
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  constexpr uint64_t kPresent = uint64_t{1} << 63;
+  std::vector<uint64_t> entries(size_t{1} << 16);
   uint64_t total = 0;
-  bool in_file = false;
-  for (std::string line; std::getline(in, line);) {
-    // A mapping's header: "start-end perms offset dev inode   path"; its fields follow.
-    const size_t dash = line.find('-');
-    const bool header = dash != std::string::npos && dash > 0 && line.find(' ') > dash &&
-                        line.find_first_not_of("0123456789abcdef") == dash;
-    if (header) {
-      const size_t slash = line.find('/');
-      in_file = slash != std::string::npos && line.compare(slash, std::string::npos, path) == 0;
-      continue;
+  for (std::string line; std::getline(maps, line);) {
+    // "start-end perms offset dev inode   path"
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos || line.compare(slash, std::string::npos, path) != 0) continue;
+    char* rest = nullptr;
+    const uint64_t start = std::strtoull(line.c_str(), &rest, 16);
+    const uint64_t end = *rest == '-' ? std::strtoull(rest + 1, nullptr, 16) : start;
+    for (uint64_t at = start / page; at < end / page;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(entries.size(), end / page - at));
+      const ssize_t got = pread(pagemap, entries.data(), want * sizeof(uint64_t),
+                                static_cast<off_t>(at * sizeof(uint64_t)));
+      if (got <= 0) break;
+      const size_t n = static_cast<size_t>(got) / sizeof(uint64_t);
+      for (size_t i = 0; i < n; ++i) total += (entries[i] & kPresent) != 0 ? page : 0;
+      at += n;
     }
-    uint64_t rss = 0;
-    if (in_file && ReadKb(line, "Rss:", &rss)) total += rss;
   }
+  close(pagemap);
   return total;
 }
 

@@ -19,7 +19,8 @@ struct ProcessMemory {
 ProcessMemory ReadProcessMemory();
 
 // Bytes of `path` this process has mapped and resident (the Rss of its /proc/self/smaps
-// entries): a memory-mapped model's weights that are in RAM.
+// entries, read from /proc/self/pagemap for the file's ranges only): a memory-mapped model's
+// weights that are in RAM.
 uint64_t MappedFileResidentBytes(const std::string& path);
 
 }  // namespace llmd

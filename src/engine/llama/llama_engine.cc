@@ -610,7 +610,7 @@ MemoryUse LlamaEngine::memory_use() const {
   // Weights read into memory are resident whole; mapped ones as far as the kernel keeps them.
   use.weights.resident = use.weights.reserved;
   if (config_.use_mmap) {
-    // Reading /proc/self/smaps takes a while; the scheduler asks after every step.
+    // The model's page map is read at most once a second; the scheduler asks after every step.
     if (!weights_checked_ || MsSince(*weights_checked_) > 1000) {
       mapped_resident_ = MappedFileResidentBytes(config_.model_path);
       weights_checked_ = Clock::now();
