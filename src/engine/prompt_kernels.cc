@@ -7,8 +7,12 @@ namespace llmd::engine {
 PromptKernel ColdKernel(int64_t position, int64_t prompt_tokens, int64_t ubatch) {
   const int64_t start = position / ubatch * ubatch;
   const int64_t rows = std::min(ubatch, prompt_tokens - start);
+  if (rows <= 1) return PromptKernel::kSingleRow;
   if (rows >= kTiledKernelRows) return PromptKernel::kTiled;
-  return rows > 1 ? PromptKernel::kRowByRow : PromptKernel::kSingleRow;
+  // A prompt shorter than a tile: ggml's choice, so that its bits are llama.cpp's own (the
+  // kernels cost about the same that shallow).
+  if (prompt_tokens < kTiledKernelRows) return PromptKernel::kRowByRow;
+  return rows >= kTiledFromRows ? PromptKernel::kTiled : PromptKernel::kRowByRow;
 }
 
 size_t SameKernelPrefix(size_t keep, size_t computed_for, size_t prompt_tokens, size_t ubatch) {

@@ -6,6 +6,13 @@
 // from position 0, so a token's kernel depends on its prompt's length. A prompt call tells the
 // kernel its tokens' cold kind (llama.cpp patch 0004), so a prompt after a cached prefix comes
 // out in the cold prefill's bits, provided the prefix's own rows were computed alike.
+//
+// llmd's cold kinds are ggml's own for a prompt shorter than a tile (one call, row by row: the
+// bits of llama.cpp's programs), and from there the tiled kernel for every micro-batch of
+// kTiledFromRows rows or more, where ggml would go row by row under 64: at depth a row-by-row
+// row reads the whole cache, as a decode step does, and a short tiled call is up to 3x faster
+// (bench/fa_kernel_probe, docs/benchmarks.md), which is what a follow-up turn's few new rows
+// after a long cached prefix cost.
 #ifndef LLMD_ENGINE_PROMPT_KERNELS_H_
 #define LLMD_ENGINE_PROMPT_KERNELS_H_
 
@@ -16,12 +23,17 @@ namespace llmd::engine {
 
 enum class PromptKernel {
   kSingleRow,  // a one-token micro-batch: ggml's own choice for one row
-  kRowByRow,   // 2 .. 63 rows
-  kTiled,      // 64 rows or more
+  kRowByRow,   // a prompt under 64 tokens, or a micro-batch of 2 .. kTiledFromRows - 1 rows
+  kTiled,      // any other micro-batch
 };
 
-// ggml-cpu's GGML_FA_TILE_Q: from this many rows per stream the tiled kernel is taken.
+// ggml-cpu's GGML_FA_TILE_Q: from this many rows per stream ggml takes the tiled kernel.
 inline constexpr int64_t kTiledKernelRows = 64;
+
+// From this many rows a micro-batch of a prompt of 64 tokens or more takes the tiled kernel:
+// bench/fa_kernel_probe (0.6B Q4_0, 2 threads) has tiled / row by row at 4 rows 1.25x (every
+// depth measured: 256, 2,048, 8,192 cells), at 6 rows 0.70x at 8,192 and 0.95x at 2,048.
+inline constexpr int64_t kTiledFromRows = 6;
 
 // The kernel the cold prefill of a `prompt_tokens`-token prompt, in micro-batches of
 // `ubatch` tokens, computes position `position` with.

@@ -554,7 +554,10 @@ TEST_P(EitherMemory, AConversationSentAgainWithItsReplyReusesTheWholeHistory) {
 // prefilled again, and the first prompt's rows are reused only as far as the second prompt's
 // cold prefill computes them with the same kernels (engine/prompt_kernels.h).
 TEST(EngineWorker, WherePromptRowsFollowTheirColdKernelsAReplyIsPrefilledAgain) {
-  const std::vector<chat::Message> first = {{"system", "Be brief."}, {"user", "Name a colour."}};
+  // 64 tokens or more, so that whole pieces are tiled in both prompts (a shorter prompt is
+  // computed row by row: engine::ColdKernel).
+  const std::vector<chat::Message> first = {{"system", "Be brief, and answer in words a child would know."},
+                                            {"user", "Name a colour."}};
   for (const int32_t piece : {16, 512}) {
     const FakeEngineOptions engine_options{.prompt_call_tokens = piece};
     Rig rig(engine_options);
@@ -567,6 +570,7 @@ TEST(EngineWorker, WherePromptRowsFollowTheirColdKernelsAReplyIsPrefilledAgain) 
     ASSERT_TRUE(done.has_value()) << done.error().ToString();
     const size_t first_prompt = FakeEngine().ConversationPrompt(first, {}, true).value().prompt.size();
     const size_t second_prompt = FakeEngine().ConversationPrompt(second, {}, true).value().prompt.size();
+    ASSERT_GE(first_prompt, static_cast<size_t>(engine::kTiledKernelRows));
     EXPECT_EQ(done->stats.cached_tokens,
               static_cast<int32_t>(engine::SameKernelPrefix(first_prompt, first_prompt, second_prompt, piece)))
         << "piece " << piece;
