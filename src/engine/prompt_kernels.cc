@@ -9,8 +9,8 @@ PromptKernel ColdKernel(int64_t position, int64_t prompt_tokens, int64_t ubatch)
   const int64_t rows = std::min(ubatch, prompt_tokens - start);
   if (rows <= 1) return PromptKernel::kSingleRow;
   if (rows >= kTiledKernelRows) return PromptKernel::kTiled;
-  // A prompt shorter than a tile: ggml's choice, so that its bits are llama.cpp's own (the
-  // kernels cost about the same that shallow).
+  // A prompt shorter than a tile: ggml's choice, so that its bits are llama.cpp's own (that
+  // shallow, the two kernels cost about the same).
   if (prompt_tokens < kTiledKernelRows) return PromptKernel::kRowByRow;
   return rows >= kTiledFromRows ? PromptKernel::kTiled : PromptKernel::kRowByRow;
 }
