@@ -45,7 +45,7 @@ uint64_t MappedFileResidentBytes(const std::string& path) {
   if (pagemap < 0) return 0;
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   constexpr uint64_t kPresent = uint64_t{1} << 63;
-  std::vector<uint64_t> entries(size_t{1} << 16);
+  std::vector<uint64_t> entries;  // a chunk of page entries, allocated at the file's first range
   uint64_t total = 0;
   for (std::string line; std::getline(maps, line);) {
     // "start-end perms offset dev inode   path"
@@ -54,6 +54,7 @@ uint64_t MappedFileResidentBytes(const std::string& path) {
     char* rest = nullptr;
     const uint64_t start = std::strtoull(line.c_str(), &rest, 16);
     const uint64_t end = *rest == '-' ? std::strtoull(rest + 1, nullptr, 16) : start;
+    entries.resize(size_t{1} << 16);
     for (uint64_t at = start / page; at < end / page;) {
       const size_t want = static_cast<size_t>(std::min<uint64_t>(entries.size(), end / page - at));
       const ssize_t got = pread(pagemap, entries.data(), want * sizeof(uint64_t),

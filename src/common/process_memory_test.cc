@@ -35,6 +35,7 @@ TEST(ProcessMemory, MappedFileResidentBytesCountsOnlyThatFile) {
   EXPECT_EQ(MappedFileResidentBytes(path), 0u);  // not mapped yet
   auto* mem = static_cast<volatile char*>(mmap(nullptr, kSize, PROT_READ, MAP_PRIVATE, fd, 0));
   ASSERT_NE(mem, MAP_FAILED);
+  EXPECT_LT(MappedFileResidentBytes(path), kSize / 2);  // mapped, its pages not yet read: not resident
   uint64_t sum = 0;
   for (size_t i = 0; i < kSize; i += 4096) sum += static_cast<unsigned char>(mem[i]);  // fault every page in
   EXPECT_EQ(sum, 0u);
