@@ -148,18 +148,33 @@ struct DraftRequest {
   std::vector<TokenId> draft;        // out: the guesses for positions n+1, n+2, ...
 };
 
+// One batch item's logits, kept past the next DecodeBatch (Engine::KeepOutput): a prompt's
+// last token's, which an exact repeat of that prompt samples its first token from instead of
+// decoding the token again. Immutable; only the engine that made it reads it.
+class KeptOutput {
+ public:
+  virtual ~KeptOutput() = default;
+};
+
+// The logits a sample is drawn from.
+struct Output {
+  int32_t index = 0;                 // batch item `index` of the last DecodeBatch,
+  const KeptOutput* kept = nullptr;  // or, where set, logits kept from an earlier one
+  int32_t sequence = 0;              // with `kept`: the sequence the sampled token goes in
+};
+
 // A per-request sampling state (penalties and the grammar remember what it sampled). Engine
 // thread only; must not outlive its Engine.
 class Sampler {
  public:
   static constexpr TokenId kNoToken = -1;
   virtual ~Sampler() = default;
-  // Samples from the logits of batch item `output_index` of the last DecodeBatch, and
-  // remembers the token. kNoToken when the grammar allows no token at all.
-  virtual TokenId Sample(int32_t output_index) = 0;
+  // Samples from the logits at `at`, and remembers the token. kNoToken when the grammar
+  // allows no token at all.
+  virtual TokenId Sample(const Output& at) = 0;
   // The log-probability of `token` at that output and the `top` most likely tokens there,
   // from the model's distribution (SamplingParams::top_logprobs).
-  virtual TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) = 0;
+  virtual TokenLogprob Logprob(const Output& at, TokenId token, int32_t top) = 0;
 };
 
 // A chat prompt and what its reply must follow: the template's grammar for tool calls or a
@@ -239,6 +254,10 @@ class Engine {
     (void)stop;
     return DecodeBatch(items);
   }
+  // The logits of batch item `output_index` of the last DecodeBatch, kept for a later Sample
+  // (Output::kept). Null where this engine cannot sample a token without its decode (the
+  // default; a drafter that needs the hidden state of the token before).
+  virtual std::shared_ptr<const KeptOutput> KeepOutput(int32_t /*output_index*/) { return nullptr; }
   // `context`: the tokens the sequence already holds (the prompt); the penalties' window
   // starts with the last of them, as llama.cpp's own programs start it.
   virtual Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,

@@ -30,9 +30,9 @@ void Append(std::vector<TokenId>* out, std::string_view text) {
 class FakeEngine::FakeSampler final : public Sampler {
  public:
   explicit FakeSampler(FakeEngine* engine) : engine_(engine) {}
-  TokenId Sample(int32_t output_index) override { return engine_->SampleAt(output_index, &generated_); }
+  TokenId Sample(const Output& at) override { return engine_->SampleAt(at, &generated_); }
   // The fake model is certain of every token it picks: log-probability 0, no alternative.
-  TokenLogprob Logprob(int32_t, TokenId token, int32_t top) override {
+  TokenLogprob Logprob(const Output&, TokenId token, int32_t top) override {
     TokenLogprob lp{engine_->TokenText(token), 0.0f, {}};
     if (top > 0) lp.top.emplace_back(lp.text, 0.0f);
     return lp;
@@ -355,21 +355,52 @@ std::vector<int32_t> FakeEngine::Pieces(const std::vector<DecodeItem>& items) co
   return pieces;
 }
 
-TokenId FakeEngine::SampleAt(int32_t output_index, int32_t* generated) {
+struct FakeEngine::FakeKeptOutput final : KeptOutput {
+  std::vector<TokenId> history;
+  std::vector<int32_t> pieces;
+};
+
+std::shared_ptr<const KeptOutput> FakeEngine::KeepOutput(int32_t output_index) {
   std::lock_guard<std::mutex> lock(mu_);
   if (output_index < 0 || static_cast<size_t>(output_index) >= last_batch_.size()) {
-    Die("Sample: output index is not in the last decoded batch");
+    Die("KeepOutput: output index is not in the last decoded batch");
   }
   const DecodeItem& item = last_batch_[static_cast<size_t>(output_index)];
-  if (!item.logits) Die("Sample: the batch item has no logits");
+  if (!item.logits) Die("KeepOutput: the batch item has no logits");
+  const auto& seq = memory_[static_cast<size_t>(item.sequence)];
+  const auto& pieces = pieces_[static_cast<size_t>(item.sequence)];
+  auto kept = std::make_shared<FakeKeptOutput>();
+  kept->history.assign(seq.begin(), seq.begin() + item.position + 1);
+  kept->pieces.assign(pieces.begin(), pieces.begin() + item.position + 1);
+  return kept;
+}
+
+TokenId FakeEngine::SampleAt(const Output& at, int32_t* generated) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TokenId> history;
+  std::vector<int32_t> pieces;
+  int32_t sequence = at.sequence;
+  if (at.kept != nullptr) {
+    const auto* kept = dynamic_cast<const FakeKeptOutput*>(at.kept);
+    if (kept == nullptr) Die("Sample: kept logits of another engine");
+    history = kept->history;
+    pieces = kept->pieces;
+  } else {
+    if (at.index < 0 || static_cast<size_t>(at.index) >= last_batch_.size()) {
+      Die("Sample: output index is not in the last decoded batch");
+    }
+    const DecodeItem& item = last_batch_[static_cast<size_t>(at.index)];
+    if (!item.logits) Die("Sample: the batch item has no logits");
+    sequence = item.sequence;
+    const auto& seq = memory_[static_cast<size_t>(sequence)];
+    const auto& seq_pieces = pieces_[static_cast<size_t>(sequence)];
+    history.assign(seq.begin(), seq.begin() + item.position + 1);
+    pieces.assign(seq_pieces.begin(), seq_pieces.begin() + item.position + 1);
+  }
   if (options_.end_after_generated > 0 && *generated >= options_.end_after_generated) return kEndOfGeneration;
   ++*generated;
-  const auto& seq = memory_[static_cast<size_t>(item.sequence)];
-  const std::vector<TokenId> history(seq.begin(), seq.begin() + item.position + 1);
-  const auto& pieces = pieces_[static_cast<size_t>(item.sequence)];
-  const TokenId token = ShapeSensitive() ? NextToken(history, {pieces.begin(), pieces.begin() + item.position + 1})
-                                         : NextToken(history);
-  sampled_[static_cast<size_t>(item.sequence)] = {item.position + 1, token};
+  const TokenId token = ShapeSensitive() ? NextToken(history, pieces) : NextToken(history);
+  if (CheckSequence(sequence).ok()) sampled_[static_cast<size_t>(sequence)] = {static_cast<int32_t>(history.size()), token};
   return token;
 }
 

@@ -126,6 +126,8 @@ class FakeEngine final : public Engine {
   // The fake's tokens follow from the history alone: sampling parameters are validated only.
   Result<std::unique_ptr<Sampler>> NewSampler(const SamplingParams& params,
                                               std::span<const TokenId> context) override;
+  // The history (and pieces) the output followed: its sample is the token they give.
+  std::shared_ptr<const KeptOutput> KeepOutput(int32_t output_index) override;
   bool IsEndOfGeneration(TokenId token) const override { return token == kEndOfGeneration; }
   std::string TokenText(TokenId token) const override;
   Status TruncateSequence(int32_t sequence, int32_t position) override;
@@ -183,8 +185,9 @@ class FakeEngine final : public Engine {
 
  private:
   class FakeSampler;
+  struct FakeKeptOutput;
   Status Decode(const std::vector<DecodeItem>& items, const std::function<bool()>* stop);
-  TokenId SampleAt(int32_t output_index, int32_t* generated);
+  TokenId SampleAt(const Output& at, int32_t* generated);
   Result<std::vector<TokenId>> Message(std::string_view role, std::string_view content, bool user_text,
                                        bool sanitize) const;
   Status CheckSequence(int32_t sequence) const;  // mu_ held

@@ -160,6 +160,7 @@ void EngineWorker::ResetSlots() {
 void EngineWorker::ClearMemory() {
   for (auto& s : slots_) {
     s->resident.clear();
+    s->prompt_end.reset();
     if (Status st = engine_->TruncateSequence(s->sequence, 0); !st.ok()) {
       Log(LogLevel::kError, "sequence_clear_failed", {{"error", st.ToString()}});
     }

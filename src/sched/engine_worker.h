@@ -278,6 +278,12 @@ class EngineWorker {
   // Whether a slot's memory as it stands is the state a cold prefill cut at `cuts` passes
   // through (always where the shape does not matter).
   static bool LiveStateServes(const Slot& source, const std::vector<size_t>* cuts);
+  // Whether `source`'s memory holds all of `prompt` as the prompt of its last job, with the
+  // logits of its last token kept (Slot::prompt_end): an exact repeat then decodes nothing
+  // before its first token.
+  static bool HoldsPromptEnd(const Slot& source, const std::vector<engine::TokenId>& prompt);
+  // Such a repeat, placed: its first token, sampled from those logits.
+  void SampleKeptPromptEnd(Slot& slot);
   size_t ApplyReuse(const ReusePlan& plan);
   void ResolveSharedPrefixWaits();
   void PlanCheckpoints(Slot& slot);
@@ -359,10 +365,10 @@ class EngineWorker {
     size_t position = 0;
     bool accepted = false;  // out: the sampled token is the guess
   };
-  // Samples the next token from `output_index` and handles it (text, stop, finish); `check`
+  // Samples the next token from `at` and handles it (text, stop, finish); `check`
   // (may be null) is judged before anything else, so the stats of a job that ends on this
   // token count it.
-  void Sample(Slot& slot, int32_t output_index, DraftCheck* check = nullptr);
+  void Sample(Slot& slot, const engine::Output& at, DraftCheck* check = nullptr);
   // `last`: the job's final text; it carries any log-probabilities not yet sent.
   void Emit(Slot& slot, std::string text, bool last = false);
   void Finish(Slot& slot, engine::FinishReason reason);

@@ -214,6 +214,7 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
   slot.prompt = std::move(prompt);
   slot.cuts = std::move(cuts);
   slot.prefilled = keep;
+  slot.prompt_end = keep == slot.prompt.size() ? plan.prompt_end : nullptr;
   slot.sampler = std::move(sampler);
   slot.budget = std::min<int64_t>(job.options.max_tokens, n_ctx - static_cast<int64_t>(slot.prompt.size()));
   slot.stops = chat::StopStrings(job.stop);
@@ -233,6 +234,7 @@ void EngineWorker::Place(Job job, engine::ChatPlan chat_plan, std::unique_ptr<en
   }
   PlanCheckpoints(slot);
   WaitForSharedPrefix(slot);
+  if (slot.prefilled == slot.prompt.size()) SampleKeptPromptEnd(slot);
 }
 
 }  // namespace llmd::sched

@@ -56,6 +56,7 @@ bool EngineWorker::Move(const SlotMove& move) {
   Slot& to = *slots_[move.to];
   const int64_t start_us = clock_.NowUs();
   to.resident.clear();  // the copy drops what `to` cached, whether it succeeds or not
+  to.prompt_end.reset();
   if (Status st = engine_->CopySequence(from.sequence, to.sequence); !st.ok()) {
     Log(LogLevel::kDebug, "sequence_move_failed", {{"error", st.ToString()}});
     return false;

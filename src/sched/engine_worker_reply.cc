@@ -13,9 +13,9 @@
 
 namespace llmd::sched {
 
-void EngineWorker::Sample(Slot& slot, int32_t output_index, DraftCheck* check) {
+void EngineWorker::Sample(Slot& slot, const engine::Output& at, DraftCheck* check) {
   engine::GenerationStats& st = slot.out.stats;
-  engine::TokenId token = slot.sampler->Sample(output_index);
+  engine::TokenId token = slot.sampler->Sample(at);
   if (token == engine::Sampler::kNoToken) {
     // The grammar allows no token here (a dead end): the reply ends with what it allowed.
     Log(LogLevel::kWarn, "grammar_dead_end", {{"generated", std::to_string(st.generated_tokens)}});
@@ -54,7 +54,7 @@ void EngineWorker::Sample(Slot& slot, int32_t output_index, DraftCheck* check) {
   slot.out.tokens.push_back(token);
   ++st.generated_tokens;
   if (const int32_t top = slot.job.options.sampling.top_logprobs; top >= 0) {
-    slot.out.logprobs.push_back(slot.sampler->Logprob(output_index, token, top));
+    slot.out.logprobs.push_back(slot.sampler->Logprob(at, token, top));
   }
   std::string text = slot.utf8.Push(engine_->TokenText(token));
   if (slot.job.options.strip_think) text = slot.think.Push(text);

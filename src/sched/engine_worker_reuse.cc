@@ -55,6 +55,18 @@ bool EngineWorker::LiveStateServes(const Slot& source, const std::vector<size_t>
   return std::ranges::equal(CutsBelow(source.cuts, n), CutsBelow(*cuts, n));
 }
 
+bool EngineWorker::HoldsPromptEnd(const Slot& source, const std::vector<engine::TokenId>& prompt) {
+  // The memory's first prompt.size() tokens are the cold prefill's of source.prompt (a job
+  // reuses only what its cold prefill would compute alike), and so of `prompt`.
+  return source.prompt_end != nullptr && source.prompt == prompt && CommonPrefix(source.resident, prompt) == prompt.size();
+}
+
+void EngineWorker::SampleKeptPromptEnd(Slot& slot) {
+  slot.prefill_started = true;
+  slot.prefill_start_ms = slot.prefill_end_ms = clock_.NowMs();
+  Sample(slot, {.kept = slot.prompt_end.get(), .sequence = slot.sequence});
+}
+
 bool EngineWorker::FreeSlotGoesFirst(const Slot& a, const Slot& b) const {
   // A free sequence's memory is a prefix cache where it can be cut anywhere: the least
   // recently used goes first. Recurrent memory is served from checkpoints instead (a finished
@@ -82,13 +94,16 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
                                                 const std::vector<size_t>* cuts, RequestClass request_class,
                                                 Slot* only_target, const Slot* leaving) {
   const engine::MemoryCapabilities& caps = engine_->model_info().memory;
-  const size_t limit_all = prompt.size() - 1;  // the last prompt token is decoded anew, for logits
+  // The last prompt token is decoded anew, for logits, unless they were kept (HoldsPromptEnd).
+  const size_t limit_all = prompt.size() - 1;
   // What `source`'s memory can give a job landing on `target`.
   auto reusable = [&](const Slot& target, const Slot& source, const Checkpoint** checkpoint) -> size_t {
     *checkpoint = nullptr;
     if (&source != &target && !caps.sequence_copy) return 0;
     const size_t limit = std::min(CommonPrefix(source.resident, prompt), limit_all);
-    if (caps.partial_truncation) return AlikePrefix(source.prompt.size(), prompt.size(), limit);
+    if (caps.partial_truncation) {
+      return HoldsPromptEnd(source, prompt) ? prompt.size() : AlikePrefix(source.prompt.size(), prompt.size(), limit);
+    }
     if (limit == source.resident.size() && LiveStateServes(source, cuts)) return limit;
     if (!caps.state_checkpoints) return 0;
     *checkpoint = checkpoints_.Find(prompt, limit, cuts);
@@ -133,6 +148,7 @@ EngineWorker::ReusePlan EngineWorker::PlanReuse(const std::vector<engine::TokenI
       best = {.target = best.target, .source = best.target, .keep = pinned->tokens.size(), .pinned = pinned};
     }
   }
+  if (best.keep == prompt.size()) best.prompt_end = best.source->prompt_end;
   for (auto& s : slots_) best.best_common = std::max(best.best_common, CommonPrefix(s->resident, prompt));
   best.best_common = std::min(best.best_common, limit_all);
   return best;

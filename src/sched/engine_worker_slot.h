@@ -52,6 +52,9 @@ struct EngineWorker::Slot {
   size_t prefilled = 0;                   // prompt tokens in memory
   std::vector<size_t> cuts;               // PrefillCuts of `prompt` (ShapeMatters)
   std::vector<size_t> checkpoint_at;      // prompt lengths to save the recurrent state after
+  // The logits `prompt`'s last token gave (Engine::KeepOutput), once its prefill ended: an
+  // exact repeat of `prompt` samples from them while this memory still holds it (HoldsPromptEnd).
+  std::shared_ptr<const engine::KeptOutput> prompt_end;
   // Waiting for another slot to prefill the prefix this job shares with it (wait_until
   // tokens), to copy it instead of computing it twice.
   Slot* wait_source = nullptr;
@@ -91,6 +94,8 @@ struct EngineWorker::ReusePlan {
   size_t keep = 0;                 // prompt tokens reused
   const Checkpoint* checkpoint = nullptr;  // the recurrent state after `keep` tokens
   const PinnedPrefix* pinned = nullptr;    // or a pinned prefix of `keep` tokens, put in whole
+  // keep is the whole prompt (an exact repeat): the logits of its last token, kept by `source`.
+  std::shared_ptr<const engine::KeptOutput> prompt_end;
   size_t best_common = 0;          // the longest prefix any slot shares (for the miss count)
 };
 

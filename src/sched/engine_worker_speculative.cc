@@ -70,7 +70,7 @@ void EngineWorker::Verify(Slot& slot, int32_t output_index) {
   size_t m = 0;
   for (;; ++m) {
     DraftCheck check{.guess = m < draft.size() ? draft[m] : 0, .position = m};
-    Sample(slot, output_index + static_cast<int32_t>(m), m < draft.size() ? &check : nullptr);
+    Sample(slot, {.index = output_index + static_cast<int32_t>(m)}, m < draft.size() ? &check : nullptr);
     const bool going = slot.busy && slot.job_id == job && slot.has_pending;
     if (!going || !check.accepted) break;
     slot.has_pending = false;  // the guess is in memory already; its logits give the next token

@@ -361,10 +361,15 @@ void EngineWorker::AfterDecode(const std::vector<engine::DecodeItem>& items,
       }
       continue;
     }
-    if (!slot->has_pending) slot->prefill_end_ms = clock_.NowMs();
+    if (!slot->has_pending) {
+      slot->prefill_end_ms = clock_.NowMs();
+      // The prompt's last token: its logits serve an exact repeat while the memory holds the
+      // prompt (a prefix cut anywhere: attention memory alone).
+      if (engine_->model_info().memory.partial_truncation) slot->prompt_end = engine_->KeepOutput(index);
+    }
     slot->has_pending = false;
     if (slot->draft.empty()) {
-      Sample(*slot, index);
+      Sample(*slot, {.index = index});
     } else {
       Verify(*slot, index);
     }

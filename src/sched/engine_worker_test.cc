@@ -54,8 +54,8 @@ TEST(FakeEngine, SamplesFromTheSequenceOfTheOutputIndex) {
   auto sampler = fake.NewSampler(engine::SamplingParams::Greedy(), {});
   ASSERT_TRUE(sampler.has_value());
   ASSERT_TRUE(fake.DecodeBatch({{0, 0, 20, true}, {1, 0, 30, false}, {1, 1, 31, true}}).ok());
-  EXPECT_EQ((*sampler)->Sample(0), FakeEngine::NextToken({20}));
-  EXPECT_EQ((*sampler)->Sample(2), FakeEngine::NextToken({30, 31}));
+  EXPECT_EQ((*sampler)->Sample({.index = 0}), FakeEngine::NextToken({20}));
+  EXPECT_EQ((*sampler)->Sample({.index = 2}), FakeEngine::NextToken({30, 31}));
 }
 
 TEST(FakeEngine, RendersChatPromptsWithMessageStartTokens) {

@@ -132,8 +132,8 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
       for (Sequence* s : seqs) {
         if (s->id != items[i].sequence) continue;
         const auto index = static_cast<int32_t>(i);
-        s->next = s->sampler->Sample(index);
-        const engine::TokenLogprob lp = s->sampler->Logprob(index, s->next, 4);
+        s->next = s->sampler->Sample({.index = index});
+        const engine::TokenLogprob lp = s->sampler->Logprob({.index = index}, s->next, 4);
         s->trace.tokens.push_back(s->next);
         s->trace.logprobs.push_back(lp.logprob);
         for (const auto& [text, logprob] : lp.top) s->trace.logprobs.push_back(logprob);

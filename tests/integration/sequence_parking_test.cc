@@ -27,7 +27,7 @@ TokenId DecodeAndSample(engine::Engine& e, engine::Sampler& sampler, int32_t seq
   }
   const Status st = e.DecodeBatch(items);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  return sampler.Sample(static_cast<int32_t>(items.size()) - 1);
+  return sampler.Sample({.index = static_cast<int32_t>(items.size()) - 1});
 }
 
 // Generates `n` tokens after what `sequence` holds (`held` tokens, `next` sampled last).

@@ -64,7 +64,7 @@ std::vector<engine::TokenId> DraftAfter(engine::Engine& e, int32_t sequence, con
                                         int32_t output, engine::TokenId* last) {
   auto sampler = e.NewSampler(engine::SamplingParams::Greedy(), held);
   EXPECT_TRUE(sampler.has_value());
-  *last = (*sampler)->Sample(output);
+  *last = (*sampler)->Sample({.index = output});
   std::vector<engine::DraftRequest> r{{.sequence = sequence, .history = held, .last = *last, .max_tokens = kDraftMax}};
   EXPECT_TRUE(e.Draft(&r).ok());
   return r[0].draft;

@@ -164,6 +164,17 @@ class LlamaEngine final : public Engine {
     return Status::Ok();
   }
 
+  std::shared_ptr<const KeptOutput> KeepOutput(int32_t output_index) override {
+    // The MTP layer drafts from the hidden state of the token before: it needs that token's
+    // decode.
+    if (!ctx_ || info_.speculative.mode == SpeculativeMode::kMtp) return nullptr;
+    const float* logits = llama_get_logits_ith(ctx_.get(), output_index);
+    if (logits == nullptr) return nullptr;
+    auto kept = std::make_shared<LlamaKeptOutput>();
+    kept->logits.assign(logits, logits + llama_vocab_n_tokens(vocab_));
+    return kept;
+  }
+
   void BeginDraft(int32_t sequence, std::span<const TokenId> prompt) override {
     if (drafter_) drafter_->Begin(sequence, prompt);
   }

@@ -19,6 +19,11 @@
 
 namespace llmd::engine {
 
+// LlamaEngine::KeepOutput's copy of one output's logits.
+struct LlamaKeptOutput final : KeptOutput {
+  std::vector<float> logits;  // n_vocab of them
+};
+
 class LlamaSampler final : public Sampler {
  public:
   // `chain` only chooses (greedy, or top-k/top-p/temperature/dist): the biases and penalties
@@ -37,9 +42,9 @@ class LlamaSampler final : public Sampler {
   // llama.cpp's rejection sampling with a grammar (common_sampler_sample): sample as if free;
   // keep the token when the grammar allows it, else mask the vocabulary by the grammar and
   // sample again.
-  TokenId Sample(int32_t output_index) override {
+  TokenId Sample(const Output& at) override {
     try {
-      const float* logits = llama_get_logits_ith(ctx_, output_index);
+      const float* logits = LogitsAt(at);
       if (logits == nullptr) return kNoToken;
       llama_token_data_array all = Candidates(logits);
       llama_sampler_apply(chain_.get(), &all);
@@ -62,8 +67,8 @@ class LlamaSampler final : public Sampler {
   }
 
   // Log-softmax over the raw logits: the model's own distribution, as OpenAI reports it.
-  TokenLogprob Logprob(int32_t output_index, TokenId token, int32_t top) override {
-    const float* logits = llama_get_logits_ith(ctx_, output_index);
+  TokenLogprob Logprob(const Output& at, TokenId token, int32_t top) override {
+    const float* logits = LogitsAt(at);
     const int32_t n = n_vocab_;
     TokenLogprob out;
     out.text = piece_(token);
@@ -93,6 +98,12 @@ class LlamaSampler final : public Sampler {
   }
 
  private:
+  const float* LogitsAt(const Output& at) const {
+    if (at.kept == nullptr) return llama_get_logits_ith(ctx_, at.index);
+    const auto* kept = dynamic_cast<const LlamaKeptOutput*>(at.kept);
+    return kept != nullptr && kept->logits.size() == static_cast<size_t>(n_vocab_) ? kept->logits.data() : nullptr;
+  }
+
   // The vocabulary in id order with the request's biases and penalties applied.
   llama_token_data_array Candidates(const float* logits) {
     candidates_.resize(static_cast<size_t>(n_vocab_));
