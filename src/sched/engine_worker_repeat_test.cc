@@ -78,6 +78,22 @@ TEST(EngineWorkerRepeat, ARepeatBesideItsRunningTwinCopiesItsMemoryAndLogits) {
   EXPECT_EQ(done[1].tokens, solo);
 }
 
+// Twins admitted together (`n` choices of one request): one prefills the prompt, the other
+// waits for it and copies its memory and the logits of its last token, and starts generating
+// from them.
+TEST(EngineWorkerRepeat, TwinsAdmittedTogetherPrefillTheirPromptOnce) {
+  Rig rig;
+  const Job job = Chat(std::string(100, 's'), "Count to ten in words.", 12);
+  const auto done = rig.RunInWaves({{job, job}}, {});
+  ASSERT_EQ(done.size(), 2u);
+  const auto prompt = static_cast<int64_t>(done[0].stats.prompt_tokens);
+  EXPECT_EQ(done[0].stats.cached_tokens + done[1].stats.cached_tokens, prompt);
+  EXPECT_EQ(rig.fake->prompt_tokens_decoded(), prompt);
+  const auto solo = Solo(job);
+  EXPECT_EQ(done[0].tokens, solo);
+  EXPECT_EQ(done[1].tokens, solo);
+}
+
 // The slot's last job was a longer prompt that starts with this one: its memory holds these
 // tokens as that prompt computed them, and no logits of this prompt's end. The repeat
 // decodes its last token again.

@@ -259,6 +259,13 @@ void EngineWorker::ResolveSharedPrefixWaits() {
       s->prefilled = ApplyReuse(plan);
       s->out.stats.cached_tokens = static_cast<int32_t>(s->prefilled);
       PlanCheckpoints(*s);
+      // Its twin (the same prompt, `n` choices of one request) prefilled it all: the logits
+      // of its last token came with it.
+      if (s->prefilled == s->prompt.size()) {
+        s->prompt_end = plan.prompt_end;
+        SampleKeptPromptEnd(*s);
+        continue;
+      }
     }
     // The source ended before the shared prefix: the first waiter re-planned above now
     // prefills it, and the rest wait for that one instead of each computing it.

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -111,13 +112,13 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {
     return s;
   }
 
-  // One decode call: every sequence's prompt from `from` on (prefill, a prompt call) or its
-  // next token, in sequence order.
-  void Decode(const std::vector<Sequence*>& seqs, bool prefill, size_t from = 0) {
+  // One decode call: every sequence's prompt from `from` on, up to `to` (prefill, a prompt
+  // call) or its next token, in sequence order.
+  void Decode(const std::vector<Sequence*>& seqs, bool prefill, size_t from = 0, size_t to = SIZE_MAX) {
     std::vector<DecodeItem> items;
     for (Sequence* s : seqs) {
       if (prefill) {
-        for (size_t i = from; i < s->prompt.size(); ++i) {
+        for (size_t i = from; i < std::min(to, s->prompt.size()); ++i) {
           items.push_back({s->id, static_cast<int32_t>(i), s->prompt[i], i + 1 == s->prompt.size(),
                            static_cast<int32_t>(s->prompt.size())});
         }
@@ -213,6 +214,46 @@ TEST_P(BatchInvariance, APromptAfterACachedPrefixGivesItsColdPrefillsBits) {
     Decode({s.get()}, true, cached);
     Generate({s.get()});
     ExpectSame(s->trace, cold, std::to_string(cached) + " tokens cached");
+  }
+}
+
+// A prompt longer than a micro-batch (prompt_call_tokens: n_ubatch): its last micro-batch of
+// 48 rows is tiled cold (engine::ColdKernel: 6 rows or more of a prompt of 64 or more), and so
+// is any rest of it after a cached prefix, down to its last token alone, where a call of that
+// many rows would take ggml's row-by-row kernel. Prefilled as the worker does, a call never
+// crossing a multiple of the micro-batch.
+TEST_P(BatchInvariance, ALongPromptsLastMicroBatchAfterACachedPrefixGivesItsColdBits) {
+  if (!Dense()) GTEST_SKIP() << "a hybrid reuses a prefix only at its prefill cuts (prefill_cuts_test)";
+  const auto piece = static_cast<size_t>(engine_->model_info().memory.prompt_call_tokens);
+  ASSERT_GT(piece, 0u);
+  if (static_cast<size_t>(engine_->model_info().context_tokens) < piece + 64) {
+    GTEST_SKIP() << "a cache of " << engine_->model_info().context_tokens << " tokens a sequence";
+  }
+  std::vector<TokenId> prompt;
+  while (prompt.size() < piece + 48) {
+    prompt.insert(prompt.end(), a_.begin(), a_.end());
+    prompt.insert(prompt.end(), b_.begin(), b_.end());
+  }
+  prompt.resize(piece + 48);
+  auto prefill = [&](Sequence* s, size_t from) {
+    for (size_t at = from; at < prompt.size(); at = (at / piece + 1) * piece) {
+      Decode({s}, true, at, (at / piece + 1) * piece);
+    }
+  };
+  ClearAll();
+  auto first = NewSequence(0, prompt);
+  prefill(first.get(), 0);
+  Generate({first.get()});
+  const Trace cold = first->trace;
+  for (const size_t cached : {piece + 20, piece + 43, piece + 47}) {
+    ClearAll();
+    auto before = NewSequence(0, prompt);
+    prefill(before.get(), 0);
+    ASSERT_TRUE(engine_->TruncateSequence(0, static_cast<int32_t>(cached)).ok());
+    auto s = NewSequence(0, prompt);
+    prefill(s.get(), cached);
+    Generate({s.get()});
+    ExpectSame(s->trace, cold, std::to_string(prompt.size() - cached) + " rows after a cached prefix");
   }
 }
 
