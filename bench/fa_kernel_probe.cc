@@ -3,7 +3,8 @@
 // row count a prompt's micro-batch takes the tiled kernel (engine/prompt_kernels.h). llama.cpp
 // alone, no llmd. It fills one sequence to DEPTH tokens, then for each row count times a call
 // of that many rows at DEPTH, row by row and tiled in alternating order, the call's cells
-// dropped after each, and prints the medians.
+// dropped after each (a hybrid model's recurrent state cannot drop them: there each call goes
+// on after the last, a few hundred cells deeper by the end), and prints the medians.
 //
 //   fa_kernel_probe MODEL.gguf DEPTH [THREADS] [REPS]
 #include <algorithm>
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   llama_model* model = llama_model_load_from_file(argv[1], llama_model_default_params());
   if (model == nullptr) return 1;
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(depth + 128);
+  constexpr int kRowsTried = 1 + 2 + 3 + 4 + 6 + 8 + 12 + 16 + 24 + 32 + 48 + 63;  // the calls below, once each
+  cp.n_ctx = static_cast<uint32_t>(depth + 128 + 2 * reps * kRowsTried);
   cp.n_batch = 512;
   cp.n_ubatch = 512;
   cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
@@ -71,15 +73,16 @@ int main(int argc, char** argv) {
   }
   std::printf("depth %d, %d threads, median of %d calls\nrows  row-by-row ms  tiled ms  tiled/row-by-row\n",
               depth, threads, reps);
+  int at = depth;  // where the next call goes
   for (int rows : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 63}) {
     std::vector<double> ms[2];
     for (int r = 0; r < reps * 2; ++r) {
       const int k = (r + r / 2) % 2;  // ABBA: row by row first in even pairs
       ggml_threadpool_set_flash_attn_rows(pool, k == 0 ? GGML_FA_ROWS_ROW_BY_ROW : GGML_FA_ROWS_TILED);
       const auto t0 = std::chrono::steady_clock::now();
-      if (!Decode(ctx, depth, rows, vocab)) return 1;
+      if (!Decode(ctx, at, rows, vocab)) return 1;
       ms[k].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      llama_memory_seq_rm(llama_get_memory(ctx), 0, depth, -1);
+      if (!llama_memory_seq_rm(llama_get_memory(ctx), 0, at, -1)) at += rows;
     }
     const double a = Median(ms[0]);
     const double b = Median(ms[1]);
