@@ -129,6 +129,54 @@ TEST_P(SameAnswer, ASeededRepeatGivesTheColdTextAndLogprobs) {
   if (GetParam() == "dense") EXPECT_EQ(usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]);
 }
 
+// What `messages` get, greedy, the repeat penalty off: the text and its log-probabilities (the
+// bits of the logits, which a kernel's order of sums changes long before a greedy token).
+json Converse(HttpDaemon& d, const json& messages) {
+  const json body = {{"messages", messages}, {"max_tokens", kTokens}, {"temperature", 0}, {"repeat_penalty", 1.0},
+                     {"logprobs", true}, {"top_logprobs", 2}};
+  HttpReply r = d.Unix("POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return json();
+  const json choice = json::parse(r.body)["choices"][0];
+  return {choice["message"]["content"], choice["logprobs"]};
+}
+
+// Past the first tile of cells, a conversation's messages are short prompt calls at depth (a
+// hybrid cuts a prompt at message starts 32 tokens or more apart): on the hybrid they take the
+// tiled kernel from 6 rows by their rows and first position alone (FlashAttnRows), so a
+// follow-up that reuses them, through a checkpoint of a prompt of another length, has the
+// cold arithmetic. Every conversation on a daemon that served the ones before gives the text
+// and log-probabilities of a daemon that served nothing.
+TEST_P(SameAnswer, FollowUpsAfterALongSystemPromptGiveTheirColdAnswers) {
+  std::string system;
+  for (int i = 1; i <= 24; ++i) system += "Rule " + std::to_string(i) + ": answer the question about topic " + std::to_string(i) + " in plain words. ";
+  auto msg = [](const char* role, const std::string& content) { return json{{"role", role}, {"content", content}}; };
+  const std::string q1 = "I am planning a walk along the river next Sunday morning with two friends and a dog. "
+                         "What should we bring, and how long should we plan for?";
+  const std::string a1 = "Bring water, snacks, a leash, bags for the dog and light rain jackets. Plan for about two "
+                         "hours, with a rest at the halfway bridge.";
+  const std::string q2 = "Thanks. If it rains hard on the day, which indoor place near the river would you suggest "
+                         "for the three of us and the dog?";
+  const std::string a2 = "A dog-friendly cafe near the old mill would suit you: it has a covered terrace and "
+                         "water bowls at the door.";
+  json history = json::array({msg("system", system), msg("user", q1)});
+  std::vector<json> conversations = {history};
+  history.push_back(msg("assistant", a1));
+  history.push_back(msg("user", q2));
+  conversations.push_back(history);
+  history.push_back(msg("assistant", a2));
+  history.push_back(msg("user", "Why that one?"));
+  conversations.push_back(history);
+  HttpDaemon d({"--rate-limit", "100000", "--context", "0"}, Model());
+  ASSERT_TRUE(d.process().ready()) << d.process().log();
+  for (size_t i = 0; i < conversations.size(); ++i) {
+    const json warm = Converse(d, conversations[i]);
+    HttpDaemon fresh({"--rate-limit", "100000", "--context", "0"}, Model());
+    ASSERT_TRUE(fresh.process().ready()) << fresh.process().log();
+    EXPECT_EQ(warm, Converse(fresh, conversations[i])) << "conversation " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, SameAnswer, ::testing::Values("dense", "hybrid"),
                          [](const auto& info) { return info.param; });
 

@@ -32,7 +32,7 @@ void DropCall(llama_context* ctx, const std::vector<DecodeItem>& items) {
 void AllowStoppedCalls(llama_context* ctx) { llama_set_abort_callback(ctx, &StopRequested, nullptr); }
 
 Status DecodeCall(llama_context* ctx, ggml_threadpool* threadpool, const std::vector<DecodeItem>& items,
-                  int32_t prompt_call_tokens, const std::function<bool()>* stop) {
+                  const MemoryCapabilities& memory, const std::function<bool()>* stop) {
   llama_batch batch = llama_batch_init(static_cast<int32_t>(items.size()), 0, 1);
   for (size_t i = 0; i < items.size(); ++i) {
     batch.token[i] = items[i].token;
@@ -42,7 +42,7 @@ Status DecodeCall(llama_context* ctx, ggml_threadpool* threadpool, const std::ve
     batch.logits[i] = items[i].logits;
   }
   batch.n_tokens = static_cast<int32_t>(items.size());
-  ggml_threadpool_set_flash_attn_rows(threadpool, FlashAttnRows(items, prompt_call_tokens));
+  ggml_threadpool_set_flash_attn_rows(threadpool, FlashAttnRows(items, memory));
   std::optional<HeldLlamaLogs> held_logs;
   if (stop != nullptr) held_logs.emplace();
   t_stop = stop;

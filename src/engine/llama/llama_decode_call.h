@@ -22,11 +22,12 @@ namespace llmd::engine {
 // Lets DecodeCall's `stop` reach `ctx`'s compute; once for each context.
 void AllowStoppedCalls(llama_context* ctx);
 
-// Decodes `items` in one llama_decode. ResourceExhausted when the cache has no room (nothing
-// changed); Cancelled when `stop` (may be null) said stop (nothing kept; llama.cpp's log lines
-// of the stopped call are dropped); Internal for any other failure.
+// Decodes `items` in one llama_decode, its rows on the kernel FlashAttnRows chooses for the
+// model's `memory`. ResourceExhausted when the cache has no room (nothing changed); Cancelled
+// when `stop` (may be null) said stop (nothing kept; llama.cpp's log lines of the stopped call
+// are dropped); Internal for any other failure.
 Status DecodeCall(llama_context* ctx, ggml_threadpool* threadpool, const std::vector<DecodeItem>& items,
-                  int32_t prompt_call_tokens, const std::function<bool()>* stop);
+                  const MemoryCapabilities& memory, const std::function<bool()>* stop);
 
 }  // namespace llmd::engine
 

@@ -154,7 +154,7 @@ class LlamaEngine final : public Engine {
         written_[d.sequence] = std::max(written_[d.sequence], d.position + 1);
       }
     }
-    LLMD_RETURN_IF_ERROR(DecodeCall(ctx_.get(), threadpool_.get(), items, info_.memory.prompt_call_tokens, stop));
+    LLMD_RETURN_IF_ERROR(DecodeCall(ctx_.get(), threadpool_.get(), items, info_.memory, stop));
     if (drafter_) {
       // The target's step stands either way; the MTP layer's sequences in it stop drafting.
       if (Status st = drafter_->AfterTargetDecode(items); !st.ok()) {
@@ -681,7 +681,8 @@ void LlamaEngine::DescribeModel(const format::ModelFileInfo& file, const LlamaPl
   info_.memory.decode_shape_tokens = recurrent ? static_cast<int32_t>(llama_n_ubatch(ctx_.get())) : 0;
   info_.memory.sequence_copy = true;
   // A dense model's prompt tokens take the kernels of their cold prefill (FlashAttnRows); a
-  // hybrid's calls have their cold shapes already (decode_shape_tokens).
+  // hybrid's calls have their cold shapes and positions already (decode_shape_tokens), and
+  // take a kernel by those alone.
   info_.memory.prompt_call_tokens = recurrent ? 0 : static_cast<int32_t>(llama_n_ubatch(ctx_.get()));
   info_.memory.prompt_calls_apart = !recurrent && StreamPerSequence();
   info_.memory.stream_per_sequence = StreamPerSequence();

@@ -77,8 +77,22 @@ Status CheckPoolRoom(llama_context* ctx, int32_t sequences, int64_t pool, const 
                                 " tokens held, " + std::to_string(more) + " more asked");
 }
 
-ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, int32_t prompt_call_tokens) {
-  if (prompt_call_tokens <= 0) return GGML_FA_ROWS_STOCK;
+namespace {
+
+// A hybrid's prompt call (see FlashAttnRows).
+ggml_fa_rows HybridPromptCallRows(const std::vector<DecodeItem>& items) {
+  if (items.size() < static_cast<size_t>(kTiledFromRows)) return GGML_FA_ROWS_STOCK;
+  for (const DecodeItem& d : items) {
+    if (d.prompt_tokens <= 0 || d.sequence != items.front().sequence) return GGML_FA_ROWS_STOCK;
+  }
+  return items.front().position >= kTiledKernelRows ? GGML_FA_ROWS_TILED : GGML_FA_ROWS_STOCK;
+}
+
+}  // namespace
+
+ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, const MemoryCapabilities& memory) {
+  const int32_t prompt_call_tokens = memory.prompt_call_tokens;
+  if (prompt_call_tokens <= 0) return memory.decode_shape_tokens > 0 ? HybridPromptCallRows(items) : GGML_FA_ROWS_STOCK;
   std::optional<PromptKernel> kind;
   for (const DecodeItem& d : items) {
     if (d.prompt_tokens <= 0) return GGML_FA_ROWS_STOCK;

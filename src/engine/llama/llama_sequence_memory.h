@@ -42,10 +42,16 @@ uint64_t KvCacheBytes(const llama_model* model, const std::string& arch, ggml_ty
 // together; nothing is decoded either way.
 Status CheckPoolRoom(llama_context* ctx, int32_t sequences, int64_t pool, const std::vector<DecodeItem>& items);
 
-// The kernel a call's rows take: a prompt call's tokens (all of one kind) the kernel their
-// cold prefill computes them with, in micro-batches of `prompt_call_tokens`; anything else,
-// and a one-row micro-batch, ggml's own choice. 0: always ggml's.
-ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, int32_t prompt_call_tokens);
+// The kernel a call's rows take (the model's MemoryCapabilities `memory`):
+// - prompt_call_tokens > 0 (dense): a prompt call's tokens (all of one kind) the kernel their
+//   cold prefill computes them with, in micro-batches of prompt_call_tokens;
+// - decode_shape_tokens > 0 (hybrid): the worker gives a prompt the same calls cold and after
+//   a cached prefix, at the same positions (sched/prefill_cuts.h), so a call of one
+//   sequence's prompt tokens takes a kernel chosen by its rows and its first position alone
+//   (never by the prompt's length: a checkpoint of a shorter prompt serves a longer one):
+//   tiled for kTiledFromRows rows or more after the first tile of cells (kTiledKernelRows);
+// anything else, and a one-row micro-batch, ggml's own choice.
+ggml_fa_rows FlashAttnRows(const std::vector<DecodeItem>& items, const MemoryCapabilities& memory);
 
 }  // namespace llmd::engine
 
