@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <thread>
 
 #include "chat/text_safety.h"
@@ -168,11 +169,7 @@ class LlamaEngine final : public Engine {
     // The MTP layer drafts from the hidden state of the token before: it needs that token's
     // decode.
     if (!ctx_ || info_.speculative.mode == SpeculativeMode::kMtp) return nullptr;
-    const float* logits = llama_get_logits_ith(ctx_.get(), output_index);
-    if (logits == nullptr) return nullptr;
-    auto kept = std::make_shared<LlamaKeptOutput>();
-    kept->logits.assign(logits, logits + llama_vocab_n_tokens(vocab_));
-    return kept;
+    return KeepLogits(ctx_.get(), output_index);
   }
 
   void BeginDraft(int32_t sequence, std::span<const TokenId> prompt) override {
@@ -264,14 +261,10 @@ class LlamaEngine final : public Engine {
   Result<std::string> ParkSequence(int32_t sequence) override {
     LLMD_RETURN_IF_ERROR(RequireContext());
     if (drafter_) return UnimplementedError("a model with a drafter keeps its sequences in place");
-    const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, 0);
-    std::string parked = StateBuffer(size);
-    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(parked.data()), size,
-                                                        sequence, 0);
-    if (written == 0 || written > size) return InternalError("could not park sequence " + std::to_string(sequence));
-    parked.resize(written);
+    std::optional<std::string> parked = ReadSequenceState(ctx_.get(), sequence, 0);
+    if (!parked.has_value()) return InternalError("could not park sequence " + std::to_string(sequence));
     llama_memory_seq_rm(llama_get_memory(ctx_.get()), sequence, -1, -1);
-    return parked;
+    return std::move(*parked);
   }
 
   Status UnparkSequence(int32_t sequence, const std::string& parked) override {
@@ -299,15 +292,11 @@ class LlamaEngine final : public Engine {
     if (!info_.memory.state_checkpoints) return UnimplementedError("this model's memory has no recurrent state");
     // The MTP layer's part (a fixed size, none without it) first, then the recurrent state.
     const std::string target = drafter_ ? drafter_->SaveTargetState(sequence) : std::string();
-    const size_t head = target.size();
-    const size_t size = llama_state_seq_get_size_ext(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
-    std::string state = StateBuffer(head + size);
-    std::copy(target.begin(), target.end(), state.begin());
-    const size_t written = llama_state_seq_get_data_ext(ctx_.get(), reinterpret_cast<uint8_t*>(state.data() + head),
-                                                        size, sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY);
-    if (written == 0 || written > size) return InternalError("could not save the state of sequence " + std::to_string(sequence));
-    state.resize(head + written);
-    return state;
+    std::optional<std::string> state =
+        ReadSequenceState(ctx_.get(), sequence, LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY, target.size());
+    if (!state.has_value()) return InternalError("could not save the state of sequence " + std::to_string(sequence));
+    std::copy(target.begin(), target.end(), state->begin());
+    return std::move(*state);
   }
 
   Status RestoreSequenceState(int32_t sequence, const std::string& state) override {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,15 @@ namespace llmd::engine {
 struct LlamaKeptOutput final : KeptOutput {
   std::vector<float> logits;  // n_vocab of them
 };
+
+// A copy of output `index`'s logits of `ctx`'s last decode; null where it has none.
+inline std::shared_ptr<const KeptOutput> KeepLogits(llama_context* ctx, int32_t index) {
+  const float* logits = llama_get_logits_ith(ctx, index);
+  if (logits == nullptr) return nullptr;
+  auto kept = std::make_shared<LlamaKeptOutput>();
+  kept->logits.assign(logits, logits + llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx))));
+  return kept;
+}
 
 class LlamaSampler final : public Sampler {
  public:

@@ -23,14 +23,23 @@ std::string StateBuffer(size_t size) {
   return bytes;
 }
 
+std::optional<std::string> ReadSequenceState(llama_context* ctx, int32_t sequence, llama_state_seq_flags flags,
+                                             size_t head) {
+  const size_t size = llama_state_seq_get_size_ext(ctx, sequence, flags);
+  std::string state = StateBuffer(head + size);
+  const size_t written =
+      llama_state_seq_get_data_ext(ctx, reinterpret_cast<uint8_t*>(state.data() + head), size, sequence, flags);
+  if (written == 0 || written > size) return std::nullopt;
+  state.resize(head + written);
+  return state;
+}
+
 bool CopySequenceState(llama_context* ctx, int32_t src, int32_t dst) {
-  const size_t size = llama_state_seq_get_size_ext(ctx, src, 0);
-  std::string state = StateBuffer(size);
-  const size_t got = llama_state_seq_get_data_ext(ctx, reinterpret_cast<uint8_t*>(state.data()), size, src, 0);
+  const std::optional<std::string> state = ReadSequenceState(ctx, src, 0);
   size_t put = 0;
-  if (got > 0 && got <= size) {
+  if (state.has_value()) {
     try {
-      put = llama_state_seq_set_data_ext(ctx, reinterpret_cast<const uint8_t*>(state.data()), got, dst, 0);
+      put = llama_state_seq_set_data_ext(ctx, reinterpret_cast<const uint8_t*>(state->data()), state->size(), dst, 0);
     } catch (const std::exception&) {
       put = 0;  // as a cache with no room
     }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "engine/context_size.h"
@@ -25,6 +26,12 @@ namespace llmd::engine {
 // transparent huge pages (MADV_HUGEPAGE), a fault per 2 MiB; where the kernel does not offer
 // them the advice changes nothing.
 std::string StateBuffer(size_t size);
+
+// `sequence`'s state as llama.cpp's per-sequence state API writes it (`flags`: 0, everything;
+// LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY, the recurrent part), after `head` bytes left for the
+// caller, in a StateBuffer; nullopt where llama.cpp wrote nothing.
+std::optional<std::string> ReadSequenceState(llama_context* ctx, int32_t sequence, llama_state_seq_flags flags,
+                                             size_t head = 0);
 
 // Puts `src`'s cells (and recurrent state) into `dst`, which must be empty; false, with dst
 // left empty, where the cache had no room.
