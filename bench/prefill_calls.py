@@ -6,10 +6,12 @@ inside llama.cpp's llama_decode) against llama-bench's 512-token micro-batch at 
 A whole-prefill ratio on a shared VM moves by a tenth or more from one pair to the next; this
 says whether a gap sits in some calls (a depth, a kernel) or in none.
 
-    python3 bench/prefill_calls.py MODEL [TOKENS] [THREADS] [ROUNDS]
+    python3 bench/prefill_calls.py MODEL [TOKENS] [THREADS] [ROUNDS] [EVERY]
 
-TOKENS defaults to 4096 (a multiple of 512), THREADS to 2, ROUNDS to 1. Builds nothing: run
-after `cmake --build build --target llmd llama-bench` (scripts/bench builds both).
+TOKENS defaults to 4096 (a multiple of 512), THREADS to 2, ROUNDS to 1. EVERY (a multiple of
+512, default 512) pairs only the calls that start at its multiples: llama-bench fills each depth
+anew, so at 16k every call would cost it 256k tokens of fill. Builds nothing: run after
+`cmake --build build --target llmd llama-bench` (scripts/bench builds both).
 """
 import json
 import os
@@ -65,11 +67,12 @@ def main():
     tokens = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    every = int(sys.argv[5]) if len(sys.argv) > 5 else UBATCH
     build = os.path.join(ROOT, "build")
     o = SimpleNamespace(model=model, threads=threads, llmd=os.path.join(build, "src", "llmd"),
                         llama_bench=os.path.join(build, "bin", "llama-bench"),
                         llama_server=os.path.join(build, "bin", "llama-server"))
-    depths = list(range(0, tokens, UBATCH))
+    depths = list(range(0, tokens, every))
     for rnd in range(rounds):
         with tempfile.TemporaryDirectory() as workdir:
             # Alternate who goes first: the VM's drift over a round falls on each side in turn.
@@ -83,16 +86,17 @@ def main():
         print(f"  {'depth':>6} {'llmd call':>16} {'llama-bench 512':>16} {'llmd / llama-bench':>19}")
         depth, total_llmd, total_bench, unpaired = 0, 0.0, 0.0, 0.0
         for n, ms in calls:
-            if n < 64:  # a short call at a checkpoint or message start: no micro-batch to pair with
+            # A short call (at a checkpoint or a message start) has no micro-batch to pair with.
+            if n < 64 or depth not in bench:
                 unpaired += ms
                 print(f"  {depth:>6} {f'{n} tok {ms:.0f} ms':>16} {'':>16}")
             else:
-                b = bench[max(d for d in depths if d <= depth)] * n / UBATCH
+                b = bench[depth] * n / UBATCH
                 total_llmd, total_bench = total_llmd + ms, total_bench + b
                 print(f"  {depth:>6} {f'{n} tok {ms:.0f} ms':>16} {f'{b:.0f} ms':>16} {b / ms:>18.2f}x")
             depth += n
         print(f"  paired calls: llmd {total_llmd / 1000:.1f} s, llama-bench {total_bench / 1000:.1f} s: "
-              f"{total_bench / total_llmd:.3f}x; llmd's short calls besides: {unpaired:.0f} ms")
+              f"{total_bench / total_llmd:.3f}x; llmd's other calls: {unpaired / 1000:.1f} s")
 
 
 if __name__ == "__main__":
