@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import long as L  # noqa: E402
-from suite import Contenders  # noqa: E402
+from suite import Contenders, native_request  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UBATCH = 512
@@ -36,8 +36,9 @@ def llmd_calls(o, workdir, tokens):
     o.key = c.key
     s = c.start_llmd("llmd", extra=("--log-level", "debug"))
     try:
-        warm = os.path.getsize(s.log_path)  # the load's warm-up call is not the request's
-        r = L.llmd_prefill(o, s, L.prompt_of(tokens, 11, 20), 1)
+        base = native_request(s.native, "river", 1)["prompt_tokens"] - 1  # the template's tokens, as long.py
+        warm = os.path.getsize(s.log_path)  # the load's warm-up call and that probe are not the request's
+        r = L.llmd_prefill(o, s, L.prompt_of(tokens, 11, base), 1)
     finally:
         s.stop()
     calls = []
@@ -83,7 +84,7 @@ def main():
                 bench = bench_calls(o, depths)
                 calls, tps = llmd_calls(o, workdir, tokens)
         print(f"round {rnd + 1}: {os.path.basename(model)}, {threads} threads, llmd's prefill clock {tps:.1f} tok/s")
-        print(f"  {'depth':>6} {'llmd call':>16} {'llama-bench 512':>16} {'llmd / llama-bench':>19}")
+        print(f"  {'depth':>6} {'llmd call':>16} {'llama-bench 512':>16} {'llama-bench / llmd':>19}")
         depth, total_llmd, total_bench, unpaired = 0, 0.0, 0.0, 0.0
         for n, ms in calls:
             # A short call (at a checkpoint or a message start) has no micro-batch to pair with.
